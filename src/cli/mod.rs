@@ -1,0 +1,161 @@
+//! Command-line parsing and the exit-code table. One file per subcommand; no domain logic.
+//!
+//! | code | meaning |
+//! |---|---|
+//! | 0 | success (gate passed) |
+//! | 1 | gate failed |
+//! | 2 | usage or scenario error |
+//! | 3 | run aborted or harness failure |
+
+mod mock;
+mod schema;
+mod validate;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use crate::mock::MockError;
+use crate::scenario::ScenarioError;
+
+/// `chaos`: chaos and load testing for services that call LLM APIs.
+#[derive(Debug, Parser)]
+#[command(name = "chaos", version, about, long_about = None, propagate_version = true)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Serve a mock LLM upstream (or a pool of them) from a profile file.
+    Mock(mock::Args),
+    /// Check scenario and profile files; print every problem with file:line:column.
+    Validate(validate::Args),
+    /// Print the JSON Schema of scenario or profile files.
+    Schema(schema::Args),
+}
+
+/// Exit codes, as documented in the README.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Exit {
+    /// Success.
+    Ok = 0,
+    /// A gate check failed.
+    GateFailed = 1,
+    /// Bad command line or bad scenario/profile file.
+    Usage = 2,
+    /// The run was aborted or the harness itself failed.
+    Harness = 3,
+}
+
+impl From<Exit> for ExitCode {
+    fn from(e: Exit) -> Self {
+        ExitCode::from(e as u8)
+    }
+}
+
+/// Every error a subcommand can end with.
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    /// A scenario or profile file is wrong.
+    #[error("{0}")]
+    Scenario(#[from] ScenarioError),
+    /// The mock could not start or stop cleanly.
+    #[error("{0}")]
+    Mock(#[from] MockError),
+    /// An I/O failure in the harness itself.
+    #[error("{context}: {source}")]
+    Io {
+        /// What was being done.
+        context: String,
+        /// Why it failed.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Files failed validation (already reported).
+    #[error("{0} file(s) failed validation")]
+    Invalid(usize),
+}
+
+impl CliError {
+    /// The exit code for this error (the one table every error goes through).
+    pub fn exit(&self) -> Exit {
+        match self {
+            Self::Scenario(_) | Self::Invalid(_) => Exit::Usage,
+            Self::Mock(_) | Self::Io { .. } => Exit::Harness,
+        }
+    }
+
+    /// Text for stderr.
+    pub fn render(&self) -> String {
+        match self {
+            Self::Scenario(e) => e.render(),
+            Self::Invalid(_) => String::new(),
+            other => format!("error: {other}\n"),
+        }
+    }
+}
+
+/// Entry point of the binary: parse, set up logging and the runtime, run, map to an exit code.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_tracing();
+    let runtime = match runtime(worker_threads(&cli.command)) {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return Exit::Harness.into();
+        }
+    };
+    match runtime.block_on(run(cli)) {
+        Ok(()) => Exit::Ok.into(),
+        Err(e) => {
+            eprint!("{}", e.render());
+            e.exit().into()
+        }
+    }
+}
+
+/// Worker threads for the command: the mock honours `--threads` (default: the CPUs this process
+/// may run on); everything else uses one per CPU.
+fn worker_threads(command: &Command) -> usize {
+    let cpus = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    match command {
+        Command::Mock(args) => args.threads.unwrap_or(cpus).max(1),
+        _ => cpus,
+    }
+}
+
+/// One worker means a current-thread runtime: on a single CPU the multi-thread scheduler's
+/// cross-thread bookkeeping cost ~10 % CPU and lengthened the mock's latency tail.
+fn runtime(threads: usize) -> std::io::Result<tokio::runtime::Runtime> {
+    if threads == 1 {
+        tokio::runtime::Builder::new_current_thread().enable_all().build()
+    } else {
+        tokio::runtime::Builder::new_multi_thread().worker_threads(threads).enable_all().build()
+    }
+}
+
+/// Runs a parsed command line.
+pub async fn run(cli: Cli) -> Result<(), CliError> {
+    match cli.command {
+        Command::Mock(args) => mock::run(args).await,
+        Command::Validate(args) => validate::run(&args),
+        Command::Schema(args) => schema::run(&args),
+    }
+}
+
+fn init_tracing() {
+    use std::io::IsTerminal;
+    use tracing_subscriber::EnvFilter;
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .try_init();
+}

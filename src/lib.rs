@@ -1,0 +1,11 @@
+//! `chaos`: a chaos and load-testing harness for services that call LLM APIs.
+//!
+//! The library holds everything; the binary only parses the command line. Dependencies flow
+//! one way: `cli → {mock, …}`, `mock → faults`, and every module reads `scenario` types.
+//! See the README for the file formats and the exit-code table.
+
+pub mod cli;
+pub mod clock;
+pub mod mock;
+pub mod scenario;
+pub mod seed;

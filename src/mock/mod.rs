@@ -1,0 +1,333 @@
+//! The mock LLM upstream: OpenAI- and Anthropic-compatible endpoints with a latency, capacity
+//! and rate-limit model, an attempt log, and Prometheus metrics.
+//!
+//! It carries out behaviour; it never measures client latency (that is the load generator's
+//! job). Start one from Rust tests in one line:
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), chaos::mock::MockError> {
+//! use chaos::mock::MockUpstream;
+//! use chaos::scenario::Profile;
+//! use std::time::Duration;
+//!
+//! let mock = MockUpstream::builder().profile(Profile::fixed(Duration::from_millis(100), 4)).start().await?;
+//! let base = format!("{}/v1", mock.uri()); // point your OpenAI client here
+//! # let _ = base;
+//! assert!(mock.attempts().is_empty());
+//! # Ok(()) }
+//! ```
+
+pub mod anthropic;
+pub mod attempts;
+mod body;
+pub mod capacity;
+pub mod content;
+pub mod embeddings;
+pub mod latency;
+pub mod metrics;
+pub mod openai;
+pub mod provider_error;
+pub mod rate_limit;
+pub mod request;
+pub mod server;
+mod service;
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+pub use attempts::{Attempt, AttemptLog, DEFAULT_RING, Decision};
+pub use body::MockBody;
+pub use request::Api;
+
+use crate::clock::Clock;
+use crate::scenario::{DEFAULT_SEED, Profile, Upstream};
+use service::{Shared, UpstreamState};
+
+/// Errors starting or stopping mock upstreams.
+#[derive(Debug, thiserror::Error)]
+pub enum MockError {
+    /// The listen address could not be bound.
+    #[error("upstream `{name}`: cannot listen on {addr}: {source}")]
+    Bind {
+        /// Upstream name.
+        name: String,
+        /// Address asked for.
+        addr: SocketAddr,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The attempt log file could not be created or written.
+    #[error("attempt log {}: {source}", path.display())]
+    AttemptLog {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Two upstreams share a name.
+    #[error("two upstreams are named `{0}`; names must be unique")]
+    DuplicateName(String),
+}
+
+/// Settings shared by every upstream of one mock process.
+#[derive(Clone, Debug)]
+pub struct MockOptions {
+    /// Seed for every decision and for generated content.
+    pub seed: u64,
+    /// The run clock attempt times are measured on.
+    pub clock: Clock,
+    /// Write every attempt record to this NDJSON file.
+    pub attempt_log: Option<PathBuf>,
+    /// Attempt records kept in memory.
+    pub attempt_ring: usize,
+    /// How long shutdown waits for in-flight responses.
+    pub grace: Duration,
+}
+
+impl Default for MockOptions {
+    fn default() -> Self {
+        Self {
+            seed: DEFAULT_SEED,
+            clock: Clock::start(),
+            attempt_log: None,
+            attempt_ring: DEFAULT_RING,
+            grace: Duration::from_secs(5),
+        }
+    }
+}
+
+/// A running mock upstream. Dropping it stops the server.
+#[derive(Debug)]
+pub struct MockUpstream {
+    addr: SocketAddr,
+    pub(crate) state: Arc<UpstreamState>,
+    stop: watch::Sender<bool>,
+    task: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl MockUpstream {
+    /// A builder for one upstream on an ephemeral loopback port.
+    pub fn builder() -> MockUpstreamBuilder {
+        MockUpstreamBuilder::default()
+    }
+
+    /// The upstream's name.
+    pub fn name(&self) -> &str {
+        &self.state.name
+    }
+
+    /// The bound address.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The origin, e.g. `http://127.0.0.1:40123` (append `/v1` for OpenAI clients).
+    pub fn uri(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// The resolved profile it runs with.
+    pub fn profile(&self) -> &Profile {
+        &self.state.profile
+    }
+
+    /// This upstream's attempt records still in memory, oldest first.
+    pub fn attempts(&self) -> Vec<Attempt> {
+        self.state
+            .shared
+            .attempts
+            .snapshot()
+            .iter()
+            .filter(|a| a.upstream == self.state.name)
+            .map(|a| (**a).clone())
+            .collect()
+    }
+
+    /// Requests being handled right now.
+    pub fn in_flight(&self) -> i64 {
+        self.state.metrics.in_flight.get()
+    }
+
+    /// Requests waiting for a slot right now.
+    pub fn queued(&self) -> u32 {
+        self.state.slots.queued()
+    }
+
+    /// Stops accepting, lets in-flight responses finish within the grace period, and waits.
+    pub async fn shutdown(&self) {
+        let _ = self.stop.send(true);
+        let task = self.task.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(task) = task {
+            let _ = task.await;
+        }
+    }
+}
+
+impl Drop for MockUpstream {
+    fn drop(&mut self) {
+        let _ = self.stop.send(true);
+    }
+}
+
+/// One upstream's request handler without a socket, for calling the mock in-process (tests,
+/// benchmarks, embedding), in the spirit of axum's `app()` factories.
+#[derive(Clone, Debug)]
+pub struct App {
+    state: Arc<UpstreamState>,
+}
+
+impl App {
+    /// A standalone handler for `upstream` with its own clock, attempt log and metrics.
+    pub fn new(upstream: &Upstream, options: &MockOptions) -> Result<Self, MockError> {
+        let shared = Arc::new(Shared::new(options)?);
+        Ok(Self { state: UpstreamState::new(&upstream.name, upstream.profile.clone(), shared) })
+    }
+
+    /// Handles one request exactly as the server would.
+    pub async fn call<B: service::RequestBody>(&self, req: hyper::Request<B>) -> hyper::Response<MockBody> {
+        match service::handle(self.state.clone(), req).await {
+            Ok(resp) => resp,
+            Err(never) => match never {},
+        }
+    }
+
+    /// The attempt records still in memory.
+    pub fn attempts(&self) -> Vec<Attempt> {
+        self.state.shared.attempts.snapshot().iter().map(|a| (**a).clone()).collect()
+    }
+}
+
+/// Builds a single [`MockUpstream`].
+#[derive(Debug)]
+pub struct MockUpstreamBuilder {
+    name: String,
+    profile: Profile,
+    listen: SocketAddr,
+    options: MockOptions,
+}
+
+impl Default for MockUpstreamBuilder {
+    fn default() -> Self {
+        Self {
+            name: "mock".into(),
+            profile: Profile::default(),
+            listen: SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
+            options: MockOptions::default(),
+        }
+    }
+}
+
+impl MockUpstreamBuilder {
+    /// Upstream name (appears in attempt records and metrics).
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = name.into();
+        self
+    }
+
+    /// The behaviour to serve.
+    pub fn profile(mut self, profile: Profile) -> Self {
+        self.profile = profile;
+        self
+    }
+
+    /// Address to listen on (default `127.0.0.1:0`).
+    pub fn listen(mut self, addr: SocketAddr) -> Self {
+        self.listen = addr;
+        self
+    }
+
+    /// Seed for decisions and content.
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.options.seed = seed;
+        self
+    }
+
+    /// Shares a run clock with other components.
+    pub fn clock(mut self, clock: Clock) -> Self {
+        self.options.clock = clock;
+        self
+    }
+
+    /// Also writes every attempt record to an NDJSON file.
+    pub fn attempt_log(mut self, path: impl Into<PathBuf>) -> Self {
+        self.options.attempt_log = Some(path.into());
+        self
+    }
+
+    /// Binds and starts serving.
+    pub async fn start(self) -> Result<MockUpstream, MockError> {
+        let upstream = Upstream { name: self.name, listen: Some(self.listen), profile: self.profile };
+        let mut pool = MockPool::start(std::slice::from_ref(&upstream), self.options).await?;
+        Ok(pool.upstreams.remove(0))
+    }
+}
+
+/// Several named upstreams served from one process, sharing a clock, an attempt log and a
+/// metrics registry (each has its own port and profile).
+#[derive(Debug)]
+pub struct MockPool {
+    shared: Arc<Shared>,
+    upstreams: Vec<MockUpstream>,
+}
+
+impl MockPool {
+    /// Binds every upstream (in order) and starts serving.
+    pub async fn start(upstreams: &[Upstream], options: MockOptions) -> Result<Self, MockError> {
+        let shared = Arc::new(Shared::new(&options)?);
+        let mut started: Vec<MockUpstream> = Vec::with_capacity(upstreams.len());
+        for u in upstreams {
+            if started.iter().any(|s| s.name() == u.name) {
+                return Err(MockError::DuplicateName(u.name.clone()));
+            }
+            let addr = u.listen.unwrap_or_else(|| SocketAddr::from((Ipv4Addr::LOCALHOST, 0)));
+            let listener =
+                server::bind(addr).await.map_err(|source| MockError::Bind { name: u.name.clone(), addr, source })?;
+            let bound =
+                listener.local_addr().map_err(|source| MockError::Bind { name: u.name.clone(), addr, source })?;
+            let state = UpstreamState::new(&u.name, u.profile.clone(), shared.clone());
+            let (stop, stop_rx) = watch::channel(false);
+            let task = tokio::spawn(server::serve(listener, state.clone(), stop_rx, options.grace));
+            started.push(MockUpstream { addr: bound, state, stop, task: Mutex::new(Some(task)) });
+        }
+        Ok(Self { shared, upstreams: started })
+    }
+
+    /// The upstreams, in the order given.
+    pub fn upstreams(&self) -> &[MockUpstream] {
+        &self.upstreams
+    }
+
+    /// The upstream called `name`.
+    pub fn get(&self, name: &str) -> Option<&MockUpstream> {
+        self.upstreams.iter().find(|u| u.name() == name)
+    }
+
+    /// Every attempt record still in memory, all upstreams, in arrival order of recording.
+    pub fn attempts(&self) -> Vec<Attempt> {
+        self.shared.attempts.snapshot().iter().map(|a| (**a).clone()).collect()
+    }
+
+    /// Prometheus text for every upstream.
+    pub fn metrics_text(&self) -> String {
+        self.shared.metrics.encode()
+    }
+
+    /// Stops every upstream, then flushes and closes the attempt log file.
+    pub async fn shutdown(self) -> Result<(), MockError> {
+        for u in &self.upstreams {
+            let _ = u.stop.send(true);
+        }
+        for u in &self.upstreams {
+            u.shutdown().await;
+        }
+        drop(self.upstreams);
+        self.shared.attempts.close().map_err(|source| MockError::AttemptLog { path: PathBuf::new(), source })
+    }
+}

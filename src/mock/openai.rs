@@ -1,0 +1,197 @@
+//! OpenAI wire format: chat completion objects, `chat.completion.chunk` SSE events ending in
+//! `data: [DONE]`, and the models list. Shapes follow what the official SDKs (and the
+//! `async-openai` crate, which the integration tests use as a real client) parse.
+
+use bytes::Bytes;
+use serde::Serialize;
+
+use super::content::{Token, Words};
+
+/// Usage block shared by the final object and the usage chunk.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Usage {
+    /// Prompt tokens.
+    pub prompt_tokens: u32,
+    /// Output tokens.
+    pub completion_tokens: u32,
+    /// Sum.
+    pub total_tokens: u32,
+}
+
+impl Usage {
+    /// Usage for a prompt and completion size.
+    pub fn new(prompt_tokens: u32, completion_tokens: u32) -> Self {
+        Self { prompt_tokens, completion_tokens, total_tokens: prompt_tokens.saturating_add(completion_tokens) }
+    }
+}
+
+/// A non-streaming chat completion, written straight into one buffer: this runs for every
+/// request of a throughput benchmark, where serialising a struct and a separate content
+/// string cost more than the rest of the handler.
+pub fn completion(
+    id: &str,
+    created: u64,
+    model: &str,
+    words: Words,
+    tokens: u32,
+    finish_reason: &str,
+    usage: Usage,
+) -> Bytes {
+    let mut out = Vec::with_capacity(320 + tokens as usize * 9);
+    out.extend_from_slice(b"{\"id\":\"");
+    out.extend_from_slice(id.as_bytes());
+    out.extend_from_slice(b"\",\"object\":\"chat.completion\",\"created\":");
+    push_u64(&mut out, created);
+    out.extend_from_slice(b",\"model\":");
+    push_json_str(&mut out, model);
+    out.extend_from_slice(b",\"system_fingerprint\":\"fp_chaos\",\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\",\"content\":\"");
+    words.write_to(tokens, &mut out);
+    out.extend_from_slice(b"\",\"refusal\":null},\"logprobs\":null,\"finish_reason\":\"");
+    out.extend_from_slice(finish_reason.as_bytes());
+    out.extend_from_slice(b"\"}],\"usage\":");
+    push_usage(&mut out, usage);
+    out.push(b'}');
+    exact(out)
+}
+
+/// Bytes from a buffer without the extra shared-header allocation `Bytes::from(Vec)` makes
+/// when the buffer has spare capacity (shrinking in place is cheaper).
+pub fn exact(out: Vec<u8>) -> Bytes {
+    Bytes::from(out.into_boxed_slice())
+}
+
+fn push_usage(out: &mut Vec<u8>, u: Usage) {
+    out.extend_from_slice(b"{\"prompt_tokens\":");
+    push_u64(out, u64::from(u.prompt_tokens));
+    out.extend_from_slice(b",\"completion_tokens\":");
+    push_u64(out, u64::from(u.completion_tokens));
+    out.extend_from_slice(b",\"total_tokens\":");
+    push_u64(out, u64::from(u.total_tokens));
+    out.push(b'}');
+}
+
+/// Appends a decimal number.
+pub fn push_u64(out: &mut Vec<u8>, n: u64) {
+    out.extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
+}
+
+/// Appends `s` as a JSON string literal (quoted and escaped).
+pub fn push_json_str(out: &mut Vec<u8>, s: &str) {
+    if s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\' && b < 0x7f) {
+        out.push(b'"');
+        out.extend_from_slice(s.as_bytes());
+        out.push(b'"');
+    } else {
+        let _ = serde_json::to_writer(&mut *out, s);
+    }
+}
+
+/// The constant part of every chunk of one stream, rendered once per stream.
+#[derive(Clone, Debug)]
+pub struct ChunkFrame {
+    prefix: Box<str>,
+    suffix: &'static str,
+}
+
+impl ChunkFrame {
+    /// `data: {"id":…,"object":"chat.completion.chunk",…,"choices":[` … `]}` for one stream.
+    pub fn new(id: &str, created: u64, model: &str, include_usage: bool) -> Self {
+        let model = serde_json::to_string(model).unwrap_or_else(|_| "\"\"".into());
+        let id = serde_json::to_string(id).unwrap_or_else(|_| "\"\"".into());
+        let prefix = format!(
+            "data: {{\"id\":{id},\"object\":\"chat.completion.chunk\",\"created\":{created},\"model\":{model},\"system_fingerprint\":\"fp_chaos\",\"choices\":["
+        );
+        let suffix = if include_usage { "],\"usage\":null}\n\n" } else { "]}\n\n" };
+        Self { prefix: prefix.into_boxed_str(), suffix }
+    }
+
+    /// The role chunk that opens a stream.
+    pub fn open(&self, out: &mut Vec<u8>) {
+        self.choice(out, r#"{"role":"assistant","content":"","refusal":null}"#, "null");
+    }
+
+    /// One content delta.
+    pub fn token(&self, out: &mut Vec<u8>, token: Token) {
+        out.extend_from_slice(self.prefix.as_bytes());
+        out.extend_from_slice(br#"{"index":0,"delta":{"content":""#);
+        if token.leading_space {
+            out.push(b' ');
+        }
+        out.extend_from_slice(token.word.as_bytes());
+        out.extend_from_slice(br#""},"logprobs":null,"finish_reason":null}"#);
+        out.extend_from_slice(self.suffix.as_bytes());
+    }
+
+    /// The finish chunk, the usage chunk if asked for, and `[DONE]`.
+    pub fn close(&self, out: &mut Vec<u8>, finish_reason: &str, usage: Option<Usage>) {
+        self.choice(out, "{}", &format!("\"{finish_reason}\""));
+        if let Some(u) = usage {
+            out.extend_from_slice(self.prefix.as_bytes());
+            out.extend_from_slice(b"],\"usage\":");
+            push_usage(out, u);
+            out.extend_from_slice(b"}\n\n");
+        }
+        out.extend_from_slice(b"data: [DONE]\n\n");
+    }
+
+    fn choice(&self, out: &mut Vec<u8>, delta: &str, finish_reason: &str) {
+        out.extend_from_slice(self.prefix.as_bytes());
+        out.extend_from_slice(b"{\"index\":0,\"delta\":");
+        out.extend_from_slice(delta.as_bytes());
+        out.extend_from_slice(b",\"logprobs\":null,\"finish_reason\":");
+        out.extend_from_slice(finish_reason.as_bytes());
+        out.push(b'}');
+        out.extend_from_slice(self.suffix.as_bytes());
+    }
+}
+
+/// `GET /v1/models`.
+pub fn models(ids: &[String], created: u64) -> Bytes {
+    let data: Vec<_> = ids
+        .iter()
+        .map(|id| serde_json::json!({"id": id, "object": "model", "created": created, "owned_by": "chaos"}))
+        .collect();
+    Bytes::from(serde_json::to_vec(&serde_json::json!({"object": "list", "data": data})).unwrap_or_default())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn events(bytes: &[u8]) -> Vec<serde_json::Value> {
+        let text = std::str::from_utf8(bytes).unwrap();
+        text.split("\n\n")
+            .filter_map(|e| e.strip_prefix("data: "))
+            .filter(|d| *d != "[DONE]")
+            .map(|d| serde_json::from_str(d).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn completion_is_valid_json_with_escaped_model() {
+        let body = completion("chatcmpl-1", 5, "m\"x\\y\n", Words::new(1, 2), 3, "stop", Usage::new(4, 3));
+        let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(v["model"], "m\"x\\y\n");
+        assert_eq!(v["choices"][0]["message"]["content"], Words::new(1, 2).text(3));
+        assert_eq!(v["usage"]["total_tokens"], 7);
+        assert_eq!(v["object"], "chat.completion");
+    }
+
+    #[test]
+    fn every_chunk_is_valid_json_and_the_stream_ends_with_done() {
+        let f = ChunkFrame::new("chatcmpl-1", 7, "gpt-\"4o\"", true);
+        let mut out = Vec::new();
+        f.open(&mut out);
+        f.token(&mut out, Token { word: "hi", leading_space: false });
+        f.token(&mut out, Token { word: "there", leading_space: true });
+        f.close(&mut out, "stop", Some(Usage::new(3, 2)));
+        assert!(out.ends_with(b"data: [DONE]\n\n"));
+        let ev = events(&out);
+        assert_eq!(ev.len(), 5);
+        assert_eq!(ev[0]["model"], "gpt-\"4o\"");
+        assert_eq!(ev[2]["choices"][0]["delta"]["content"], " there");
+        assert_eq!(ev[3]["choices"][0]["finish_reason"], "stop");
+        assert_eq!(ev[4]["usage"]["total_tokens"], 5);
+        assert!(ev[1]["usage"].is_null());
+    }
+}

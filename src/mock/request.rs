@@ -1,0 +1,444 @@
+//! Parsing provider requests into the few facts the mock needs: model, streaming, token caps,
+//! a prompt hash (the cache key a gateway would use) and the `[chaos:ID]` correlation marker.
+//!
+//! Parsing borrows from the body and never panics on any input (there is a proptest for that).
+//! Unknown request fields are ignored, as a lenient provider would.
+
+use std::borrow::Cow;
+
+use std::fmt;
+use std::sync::Arc;
+
+use memchr::memmem::Finder;
+use serde::Deserialize;
+use serde::de::{SeqAccess, Visitor};
+use serde_json::value::RawValue;
+use xxhash_rust::xxh3::{Xxh3, xxh3_64, xxh3_64_with_seed};
+
+/// Which provider API a request speaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Api {
+    /// OpenAI `POST /v1/chat/completions`.
+    Chat,
+    /// Anthropic `POST /v1/messages`.
+    Messages,
+    /// OpenAI `POST /v1/embeddings`.
+    Embeddings,
+    /// Any other path (answered 404/405).
+    Other,
+}
+
+impl Api {
+    /// Label value for metrics.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Chat => "chat",
+            Self::Messages => "messages",
+            Self::Embeddings => "embeddings",
+            Self::Other => "other",
+        }
+    }
+}
+
+/// A chat request (OpenAI or Anthropic) reduced to what the mock acts on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChatRequest {
+    /// Model id as sent (shared with the attempt record).
+    pub model: Arc<str>,
+    /// `stream: true`.
+    pub stream: bool,
+    /// OpenAI `stream_options.include_usage`.
+    pub include_usage: bool,
+    /// `max_tokens` / `max_completion_tokens`.
+    pub max_tokens: Option<u32>,
+    /// Estimated prompt tokens (≈ 4 characters a token, plus per-message overhead).
+    pub prompt_tokens: u32,
+    /// Hash of roles and texts with correlation markers removed.
+    pub prompt_hash: u64,
+    /// The id in the last `[chaos:ID]` marker of the last user message.
+    pub marker: Option<String>,
+}
+
+/// An embeddings request reduced to its inputs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EmbeddingsRequest {
+    /// Model id.
+    pub model: String,
+    /// Texts to embed (token-array inputs are rendered as their numbers).
+    pub inputs: Vec<String>,
+    /// Requested dimensions.
+    pub dimensions: Option<u32>,
+    /// `encoding_format = "base64"`.
+    pub base64: bool,
+}
+
+/// Why a request was refused with 400.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BadRequest {
+    /// Human-readable explanation, in the provider's style.
+    pub message: String,
+    /// The offending parameter, if one.
+    pub param: Option<&'static str>,
+}
+
+impl BadRequest {
+    fn new(message: impl Into<String>, param: Option<&'static str>) -> Self {
+        Self { message: message.into(), param }
+    }
+}
+
+#[derive(Deserialize)]
+struct RawChat<'a> {
+    #[serde(borrow)]
+    model: Option<Cow<'a, str>>,
+    messages: Option<Messages>,
+    system: Option<Content>,
+    stream: Option<bool>,
+    stream_options: Option<StreamOptions>,
+    max_tokens: Option<u64>,
+    max_completion_tokens: Option<u64>,
+}
+
+#[derive(Deserialize)]
+struct StreamOptions {
+    include_usage: Option<bool>,
+}
+
+/// Parses an OpenAI chat completion or Anthropic messages request.
+pub fn parse_chat(body: &[u8], api: Api) -> Result<ChatRequest, BadRequest> {
+    let raw: RawChat<'_> = serde_json::from_slice(body).map_err(|e| invalid_json(&e))?;
+    let model = raw.model.ok_or_else(|| match api {
+        Api::Messages => BadRequest::new("model: Field required", Some("model")),
+        _ => BadRequest::new("you must provide a model parameter", Some("model")),
+    })?;
+    let messages = raw.messages.ok_or_else(|| match api {
+        Api::Messages => BadRequest::new("messages: Field required", Some("messages")),
+        _ => BadRequest::new("Missing required parameter: 'messages'.", Some("messages")),
+    })?;
+    if messages.count == 0 {
+        return Err(BadRequest::new("messages: at least one message is required", Some("messages")));
+    }
+    let max_tokens = raw.max_completion_tokens.or(raw.max_tokens);
+    if api == Api::Messages && max_tokens.is_none() {
+        return Err(BadRequest::new("max_tokens: Field required", Some("max_tokens")));
+    }
+    // The system prompt (Anthropic's top-level `system`) counts first, like a system message.
+    let (mut hash, mut chars, mut count) = (0, messages.chars, messages.count);
+    if let Some(system) = &raw.system {
+        hash = fold(hash, "system", system);
+        chars += system.chars;
+        count += 1;
+    }
+    let prompt_hash = xxh3_64_with_seed(&messages.hash.to_le_bytes(), hash);
+    let tokens = chars.div_ceil(4) + 4 * count + 3;
+    Ok(ChatRequest {
+        model: Arc::from(model.as_ref()),
+        stream: raw.stream.unwrap_or(false),
+        include_usage: raw.stream_options.and_then(|o| o.include_usage).unwrap_or(false),
+        max_tokens: max_tokens.map(|t| u32::try_from(t).unwrap_or(u32::MAX)),
+        // The rule of thumb (≈4 characters a token) plus chat-format overhead per message.
+        prompt_tokens: u32::try_from(tokens).unwrap_or(u32::MAX),
+        prompt_hash,
+        marker: messages.marker,
+    })
+}
+
+/// Chains one message into a running prompt hash (one-shot hashes: a streaming xxh3 state
+/// costs more to set up than these few bytes cost to hash).
+fn fold(hash: u64, role: &str, content: &Content) -> u64 {
+    let role = xxh3_64_with_seed(role.as_bytes(), hash);
+    xxh3_64_with_seed(&content.hash.to_le_bytes(), role)
+}
+
+/// The `messages` array digested while it is parsed: no message is kept, only the running
+/// prompt hash, the character count and the marker of the latest user message. (A visitor
+/// rather than `Vec<Message>` because this runs on every request and allocation dominated.)
+#[derive(Default)]
+struct Messages {
+    hash: u64,
+    chars: usize,
+    count: usize,
+    marker: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct Message<'a> {
+    #[serde(borrow)]
+    role: Cow<'a, str>,
+    content: Option<Content>,
+}
+
+impl<'de> Deserialize<'de> for Messages {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Messages;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an array of messages")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Messages, A::Error> {
+                let mut out = Messages::default();
+                while let Some(m) = seq.next_element::<Message<'de>>()? {
+                    let content = m.content.unwrap_or_default();
+                    out.hash = fold(out.hash, &m.role, &content);
+                    out.chars += content.chars;
+                    out.count += 1;
+                    if m.role == "user" {
+                        out.marker = content.marker;
+                    }
+                }
+                Ok(out)
+            }
+        }
+        d.deserialize_seq(V)
+    }
+}
+
+/// One message's content (a string, an array of parts, or null) digested in place.
+#[derive(Default)]
+struct Content {
+    hash: u64,
+    chars: usize,
+    marker: Option<String>,
+}
+
+impl Content {
+    fn of_text(text: &str) -> Self {
+        let marker = last_marker(text).map(str::to_string);
+        // Without a well-formed marker there is nothing to strip.
+        let hash = if marker.is_none() {
+            xxh3_64(text.as_bytes())
+        } else {
+            let mut h = Xxh3::new();
+            without_markers(text).for_each(|piece| h.update(piece.as_bytes()));
+            h.digest()
+        };
+        Self { hash, chars: text.chars().count(), marker }
+    }
+}
+
+#[derive(Deserialize)]
+struct Part<'a> {
+    #[serde(borrow, default)]
+    text: Option<Cow<'a, str>>,
+}
+
+impl<'de> Deserialize<'de> for Content {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Content;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string, an array of content parts, or null")
+            }
+            fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<Content, E> {
+                Ok(Content::of_text(text))
+            }
+            fn visit_unit<E: serde::de::Error>(self) -> Result<Content, E> {
+                Ok(Content::default())
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Content, A::Error> {
+                let mut out = Content::default();
+                while let Some(part) = seq.next_element::<Part<'de>>()? {
+                    if let Some(text) = part.text {
+                        let c = Content::of_text(&text);
+                        out.hash = xxh3_64_with_seed(&c.hash.to_le_bytes(), out.hash);
+                        out.chars += c.chars;
+                        out.marker = c.marker.or(out.marker);
+                    }
+                }
+                Ok(out)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+const MARKER_OPEN: &str = "[chaos:";
+
+/// A prebuilt searcher: `str::find` would build one per call, on every message of every request.
+static MARKER: std::sync::LazyLock<Finder<'static>> = std::sync::LazyLock::new(|| Finder::new(MARKER_OPEN));
+
+fn find_marker(text: &str) -> Option<usize> {
+    MARKER.find(text.as_bytes())
+}
+
+/// The id in the last well-formed `[chaos:ID]` marker of `text`.
+pub fn last_marker(text: &str) -> Option<&str> {
+    let mut found = None;
+    let mut rest = text;
+    while let Some(start) = find_marker(rest) {
+        let after = &rest[start + MARKER_OPEN.len()..];
+        match after.find(']') {
+            Some(end) if is_marker_id(&after[..end]) => {
+                found = Some(&after[..end]);
+                rest = &after[end + 1..];
+            }
+            _ => rest = after,
+        }
+    }
+    found
+}
+
+fn is_marker_id(id: &str) -> bool {
+    !id.is_empty() && id.len() <= 128 && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
+/// `text` split around well-formed markers, so the prompt hash ignores request ids.
+fn without_markers(text: &str) -> impl Iterator<Item = &str> {
+    let mut rest = Some(text);
+    std::iter::from_fn(move || {
+        let current = rest?;
+        let mut search_from = 0;
+        while let Some(pos) = find_marker(&current[search_from..]) {
+            let start = search_from + pos;
+            let after = &current[start + MARKER_OPEN.len()..];
+            if let Some(end) = after.find(']').filter(|&e| is_marker_id(&after[..e])) {
+                rest = Some(&after[end + 1..]);
+                return Some(&current[..start]);
+            }
+            search_from = start + MARKER_OPEN.len();
+        }
+        rest = None;
+        Some(current)
+    })
+}
+
+#[derive(Deserialize)]
+struct RawEmbeddings<'a> {
+    #[serde(borrow)]
+    model: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    input: Option<&'a RawValue>,
+    dimensions: Option<u32>,
+    #[serde(borrow)]
+    encoding_format: Option<Cow<'a, str>>,
+}
+
+/// Parses an OpenAI embeddings request.
+pub fn parse_embeddings(body: &[u8]) -> Result<EmbeddingsRequest, BadRequest> {
+    let raw: RawEmbeddings<'_> = serde_json::from_slice(body).map_err(|e| invalid_json(&e))?;
+    let model = raw.model.ok_or_else(|| BadRequest::new("you must provide a model parameter", Some("model")))?;
+    let input = raw.input.ok_or_else(|| BadRequest::new("Missing required parameter: 'input'.", Some("input")))?;
+    let value: serde_json::Value = serde_json::from_str(input.get()).map_err(|e| invalid_json(&e))?;
+    let inputs = match value {
+        serde_json::Value::String(s) => vec![s],
+        serde_json::Value::Array(items) if !items.is_empty() => items
+            .into_iter()
+            .map(|v| match v {
+                serde_json::Value::String(s) => s,
+                other => other.to_string(),
+            })
+            .collect(),
+        _ => return Err(BadRequest::new("'input' must be a non-empty string or array", Some("input"))),
+    };
+    if raw.dimensions.is_some_and(|d| d == 0 || d > 8192) {
+        return Err(BadRequest::new("'dimensions' must be between 1 and 8192", Some("dimensions")));
+    }
+    let base64 = match raw.encoding_format.as_deref() {
+        None | Some("float") => false,
+        Some("base64") => true,
+        Some(_) => {
+            return Err(BadRequest::new("'encoding_format' must be 'float' or 'base64'", Some("encoding_format")));
+        }
+    };
+    Ok(EmbeddingsRequest { model: model.into_owned(), inputs, dimensions: raw.dimensions, base64 })
+}
+
+fn invalid_json(e: &serde_json::Error) -> BadRequest {
+    if e.is_data() {
+        BadRequest::new(format!("Invalid request body: {e}"), None)
+    } else {
+        BadRequest::new(format!("We could not parse the JSON body of your request. ({e})"), None)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn chat(body: &str) -> Result<ChatRequest, BadRequest> {
+        parse_chat(body.as_bytes(), Api::Chat)
+    }
+
+    #[test]
+    fn reads_openai_fields() {
+        let r = chat(
+            r#"{"model":"m","stream":true,"stream_options":{"include_usage":true},"max_completion_tokens":7,
+            "messages":[{"role":"system","content":"be brief"},{"role":"user","content":"hi [chaos:r-1]"}]}"#,
+        )
+        .unwrap();
+        assert_eq!((&*r.model, r.stream, r.include_usage, r.max_tokens), ("m", true, true, Some(7)));
+        assert_eq!(r.marker.as_deref(), Some("r-1"));
+    }
+
+    #[test]
+    fn prompt_hash_ignores_markers_but_not_text() {
+        let a = chat(r#"{"model":"m","messages":[{"role":"user","content":"hello [chaos:1] world"}]}"#).unwrap();
+        let b = chat(r#"{"model":"m","messages":[{"role":"user","content":"hello [chaos:2] world"}]}"#).unwrap();
+        let c = chat(r#"{"model":"m","messages":[{"role":"user","content":"hello  world!"}]}"#).unwrap();
+        assert_eq!(a.prompt_hash, b.prompt_hash);
+        assert_ne!(a.prompt_hash, c.prompt_hash);
+    }
+
+    #[test]
+    fn content_parts_count_as_text() {
+        let a = chat(r#"{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"x [chaos:abc]"},{"type":"image_url","image_url":{"url":"u"}}]}]}"#).unwrap();
+        assert_eq!(a.marker.as_deref(), Some("abc"));
+    }
+
+    #[test]
+    fn marker_is_taken_from_the_last_user_message_only() {
+        let a = chat(r#"{"model":"m","messages":[{"role":"user","content":"[chaos:old]"},{"role":"assistant","content":"[chaos:asst]"},{"role":"user","content":"new"}]}"#).unwrap();
+        assert_eq!(a.marker, None);
+    }
+
+    #[test]
+    fn missing_messages_and_model_are_bad_requests() {
+        assert_eq!(chat(r#"{"model":"m"}"#).unwrap_err().param, Some("messages"));
+        assert_eq!(chat(r#"{"messages":[]}"#).unwrap_err().param, Some("model"));
+        assert!(chat("{not json").is_err());
+    }
+
+    #[test]
+    fn anthropic_requires_max_tokens_and_reads_system() {
+        let body =
+            r#"{"model":"claude","system":[{"type":"text","text":"sys"}],"messages":[{"role":"user","content":"hi"}]}"#;
+        assert_eq!(parse_chat(body.as_bytes(), Api::Messages).unwrap_err().param, Some("max_tokens"));
+        let body = r#"{"model":"claude","max_tokens":5,"system":"sys","messages":[{"role":"user","content":"hi"}]}"#;
+        assert_eq!(parse_chat(body.as_bytes(), Api::Messages).unwrap().max_tokens, Some(5));
+    }
+
+    #[test]
+    fn malformed_markers_are_ignored() {
+        assert_eq!(last_marker("[chaos:] [chaos:a b] [chaos:ok]"), Some("ok"));
+        assert_eq!(last_marker("[chaos:unterminated"), None);
+        let pieces: Vec<&str> = without_markers("a[chaos:x]b[chaos:]c").collect();
+        assert_eq!(pieces, vec!["a", "b[chaos:]c"]);
+    }
+
+    #[test]
+    fn embeddings_accept_string_and_array_inputs() {
+        let r =
+            parse_embeddings(br#"{"model":"e","input":["a","b"],"dimensions":8,"encoding_format":"base64"}"#).unwrap();
+        assert_eq!((r.inputs.len(), r.dimensions, r.base64), (2, Some(8), true));
+        assert!(parse_embeddings(br#"{"model":"e","input":[]}"#).is_err());
+    }
+
+    proptest! {
+        #[test]
+        fn parsing_never_panics_on_bytes(body in proptest::collection::vec(any::<u8>(), 0..512)) {
+            let _ = parse_chat(&body, Api::Chat);
+            let _ = parse_chat(&body, Api::Messages);
+            let _ = parse_embeddings(&body);
+        }
+
+        #[test]
+        fn parsing_never_panics_on_near_valid_json(content in ".*", role in "[a-z]{0,8}", marker in "\\[chaos:[^\\]]{0,10}\\]?") {
+            let msg = serde_json::json!({"model": "m", "messages": [{"role": role, "content": format!("{content}{marker}")}]});
+            let _ = parse_chat(msg.to_string().as_bytes(), Api::Chat);
+        }
+    }
+}

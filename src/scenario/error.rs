@@ -1,0 +1,202 @@
+//! Scenario and profile errors: every one names file:line:column, the key, what was found and
+//! what was expected, so a user can fix a file without reading our source.
+
+use std::fmt;
+use std::path::PathBuf;
+
+/// A position in a file, with the line's text so errors can show a snippet.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Location {
+    /// The file.
+    pub file: PathBuf,
+    /// 1-based line.
+    pub line: usize,
+    /// 1-based column, in characters.
+    pub column: usize,
+    /// The text of that line.
+    pub line_text: String,
+    /// How many characters to underline.
+    pub width: usize,
+}
+
+impl fmt::Display for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}:{}", self.file.display(), self.line, self.column)
+    }
+}
+
+/// Everything that can be wrong with a scenario or profile file.
+#[derive(Debug, thiserror::Error)]
+pub enum ScenarioError {
+    /// The file could not be read.
+    #[error("{}: cannot read file: {source}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file is not valid TOML.
+    #[error("{at}: invalid TOML: {message}")]
+    Syntax {
+        /// Where.
+        at: Box<Location>,
+        /// The parser's explanation.
+        message: String,
+    },
+    /// A key the format does not have (often a typo).
+    #[error("{at}: unknown key `{found}` in {}", table_name(table))]
+    UnknownKey {
+        /// Where.
+        at: Box<Location>,
+        /// Key path of the table holding the key (empty = top level).
+        table: String,
+        /// The key as written.
+        found: String,
+        /// Keys the table accepts.
+        expected: Vec<String>,
+        /// The closest accepted key, if one is close.
+        suggestion: Option<String>,
+    },
+    /// A value outside a closed set (e.g. `dist = "lognorm"`).
+    #[error("{at}: `{key}` has unknown value `{found}`")]
+    UnknownVariant {
+        /// Where.
+        at: Box<Location>,
+        /// Key path.
+        key: String,
+        /// The value as written.
+        found: String,
+        /// Accepted values.
+        expected: Vec<String>,
+        /// The closest accepted value, if one is close.
+        suggestion: Option<String>,
+    },
+    /// A required key is absent.
+    #[error("{at}: missing key `{key}`")]
+    MissingKey {
+        /// Where (the table that lacks it).
+        at: Box<Location>,
+        /// Full key path of the missing key.
+        key: String,
+        /// What to add, when there is more to say than the key's name.
+        help: Option<String>,
+    },
+    /// A value of the wrong type or an unacceptable value.
+    #[error("{at}: `{key}` is {found}, expected {expected}")]
+    InvalidValue {
+        /// Where.
+        at: Box<Location>,
+        /// Key path.
+        key: String,
+        /// What was written.
+        found: String,
+        /// What is accepted.
+        expected: String,
+    },
+    /// Several problems found by validation after parsing.
+    #[error("{} problems:\n{}", .0.len(), .0.iter().map(|e| e.to_string()).collect::<Vec<_>>().join("\n"))]
+    Multiple(Vec<ScenarioError>),
+}
+
+fn table_name(table: &str) -> String {
+    if table.is_empty() { "the top level".into() } else { format!("`{table}`") }
+}
+
+impl ScenarioError {
+    /// Collapses a list of problems into one error (`None` when the list is empty).
+    pub fn from_list(mut errors: Vec<ScenarioError>) -> Option<Self> {
+        match errors.len() {
+            0 => None,
+            1 => errors.pop(),
+            _ => Some(Self::Multiple(errors)),
+        }
+    }
+
+    /// The location this error points at, if it has one.
+    pub fn location(&self) -> Option<&Location> {
+        match self {
+            Self::Read { .. } | Self::Multiple(_) => None,
+            Self::Syntax { at, .. }
+            | Self::UnknownKey { at, .. }
+            | Self::UnknownVariant { at, .. }
+            | Self::MissingKey { at, .. }
+            | Self::InvalidValue { at, .. } => Some(at),
+        }
+    }
+
+    /// The full, multi-line text shown to users: the headline, expectations, a "did you mean"
+    /// and the offending line with the span underlined.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        self.render_into(&mut out);
+        out
+    }
+
+    fn render_into(&self, out: &mut String) {
+        use std::fmt::Write as _;
+        if let Self::Multiple(list) = self {
+            for (i, e) in list.iter().enumerate() {
+                if i > 0 {
+                    out.push('\n');
+                }
+                e.render_into(out);
+            }
+            return;
+        }
+        let _ = writeln!(out, "error: {self}");
+        match self {
+            Self::UnknownKey { expected, suggestion, .. } | Self::UnknownVariant { expected, suggestion, .. } => {
+                if !expected.is_empty() {
+                    let list: Vec<String> = expected.iter().map(|e| format!("`{e}`")).collect();
+                    let _ = writeln!(out, "  expected: one of {}", list.join(", "));
+                }
+                if let Some(s) = suggestion {
+                    let _ = writeln!(out, "  help: did you mean `{s}`?");
+                }
+            }
+            Self::MissingKey { help: Some(help), .. } => {
+                let _ = writeln!(out, "  help: {help}");
+            }
+            _ => {}
+        }
+        if let Some(at) = self.location() {
+            render_snippet(out, at);
+        }
+    }
+}
+
+fn render_snippet(out: &mut String, at: &Location) {
+    use std::fmt::Write as _;
+    let gutter = at.line.to_string().len();
+    let _ = writeln!(out, "{:gutter$} |", "");
+    let _ = writeln!(out, "{} | {}", at.line, at.line_text);
+    let pad = at.column.saturating_sub(1);
+    let width = at.width.max(1);
+    let _ = writeln!(out, "{:gutter$} | {:pad$}{}", "", "", "^".repeat(width));
+}
+
+/// The accepted name closest to `found`, if it is close enough to be a likely typo.
+pub fn suggest<'a>(found: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<String> {
+    let found_lower = found.to_ascii_lowercase();
+    candidates
+        .into_iter()
+        .map(|c| (strsim::damerau_levenshtein(&found_lower, &c.to_ascii_lowercase()), c))
+        .filter(|(d, c)| *d <= (c.len().max(found.len()) / 3).max(1))
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, c)| c.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn suggests_close_names_only() {
+        let keys = ["slots", "queue", "overflow"];
+        assert_eq!(suggest("slotz", keys), Some("slots".into()));
+        assert_eq!(suggest("overflwo", keys), Some("overflow".into()));
+        assert_eq!(suggest("banana", keys), None);
+    }
+}

@@ -1,0 +1,245 @@
+//! Scenario and profile files: the only place that knows TOML field names.
+//!
+//! Holds the serde types, their defaults, validation with file:line:column errors, and the
+//! JSON Schema export. It reads files but does no other I/O.
+
+mod distribution;
+mod duration;
+mod error;
+mod profile;
+pub mod schema;
+mod source;
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+pub use distribution::{Distribution, Quantity};
+pub use duration::{Duration, EXPECTED_DURATION};
+pub use error::{Location, ScenarioError, suggest};
+pub use profile::{
+    Capacity, CapacitySection, DEFAULT_MAX_BODY_BYTES, DEFAULT_QUEUE, HttpSection, Latency, LatencySection, Overflow,
+    Profile, ProfileFile, RateLimit, RateLimitSection, UpstreamSpec,
+};
+pub use source::Source;
+
+/// A scenario file as written.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ScenarioFile {
+    /// Scenario name (used in report paths).
+    pub name: String,
+    /// What incident this scenario reproduces and what to look for.
+    pub description: Option<String>,
+    /// Seed for every random decision (default 1): same seed, same run.
+    pub seed: Option<u64>,
+    /// Mock upstreams (at least one).
+    #[serde(default)]
+    pub upstream: Vec<UpstreamSpec>,
+}
+
+/// A mock upstream after its profile chain has been resolved.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Upstream {
+    /// Unique name (`primary`, `secondary`, …).
+    pub name: String,
+    /// Address to listen on (`None` = ephemeral loopback port).
+    pub listen: Option<std::net::SocketAddr>,
+    /// The resolved behaviour.
+    pub profile: Profile,
+}
+
+/// A validated scenario.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Scenario {
+    /// The file it came from.
+    pub path: PathBuf,
+    /// Scenario name.
+    pub name: String,
+    /// Description.
+    pub description: Option<String>,
+    /// Run seed.
+    pub seed: u64,
+    /// Resolved upstreams, in file order.
+    pub upstreams: Vec<Upstream>,
+}
+
+/// The seed used when a file does not set one.
+pub const DEFAULT_SEED: u64 = 1;
+
+/// Which format a file is in, for `chaos validate`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FileKind {
+    /// A scenario.
+    Scenario,
+    /// A profile or pool of profiles.
+    Profile,
+}
+
+impl FileKind {
+    /// Guesses the kind from top-level keys: profile-only keys mean a profile, scenario-only
+    /// keys a scenario; a file with only `name`/`upstream` is read as a pool profile when it
+    /// sits under `mock-upstreams/`, else as a scenario.
+    pub fn detect(src: &Source) -> Self {
+        const PROFILE_ONLY: [&str; 5] = ["latency", "capacity", "rate_limit", "http", "models"];
+        const SCENARIO_ONLY: [&str; 8] = ["seed", "load", "sut", "fault", "limits", "abort", "gate", "allow_remote"];
+        let keys = src.top_level_keys();
+        if keys.iter().any(|k| SCENARIO_ONLY.contains(&k.as_str())) {
+            return Self::Scenario;
+        }
+        if keys.iter().any(|k| PROFILE_ONLY.contains(&k.as_str())) {
+            return Self::Profile;
+        }
+        let in_profiles_dir = src.path.components().any(|c| c.as_os_str() == "mock-upstreams");
+        if in_profiles_dir { Self::Profile } else { Self::Scenario }
+    }
+}
+
+impl Scenario {
+    /// Reads and validates a scenario file, resolving the profiles it references.
+    pub fn load(path: &Path) -> Result<Self, ScenarioError> {
+        Self::from_source(&Source::read(path)?)
+    }
+
+    /// Validates a scenario from text.
+    pub fn from_source(src: &Source) -> Result<Self, ScenarioError> {
+        let file: ScenarioFile = src.parse()?;
+        let mut errors = Vec::new();
+        if file.name.trim().is_empty() {
+            errors.push(src.invalid("name", "an empty name", "a non-empty scenario name"));
+        }
+        if file.upstream.is_empty() {
+            errors.push(ScenarioError::MissingKey {
+                at: src.location(0..0),
+                key: "[[upstream]]".into(),
+                help: Some("a scenario needs at least one mock upstream, e.g. [[upstream]] name = \"primary\" profile = \"../mock-upstreams/openai.toml\"".into()),
+            });
+        }
+        let upstreams = resolve_members(src, &Profile::default(), &file.upstream, &mut errors);
+        if let Some(e) = ScenarioError::from_list(errors) {
+            return Err(e);
+        }
+        Ok(Self {
+            path: src.path.clone(),
+            name: file.name,
+            description: file.description,
+            seed: file.seed.unwrap_or(DEFAULT_SEED),
+            upstreams,
+        })
+    }
+}
+
+/// Reads a profile file and returns the upstreams it describes: one for a plain profile (named
+/// by its `name`, or the file stem), or every member of a pool.
+pub fn load_profile(path: &Path) -> Result<Vec<Upstream>, ScenarioError> {
+    profile_from_source(&Source::read(path)?)
+}
+
+/// Like [`load_profile`], from text.
+pub fn profile_from_source(src: &Source) -> Result<Vec<Upstream>, ScenarioError> {
+    let file: ProfileFile = src.parse()?;
+    let mut errors = Vec::new();
+    let base = base_profile(src, &file, &mut errors);
+    let upstreams = if file.upstream.is_empty() {
+        vec![Upstream { name: base.name.clone(), listen: None, profile: base }]
+    } else {
+        resolve_members(src, &base, &file.upstream, &mut errors)
+    };
+    match ScenarioError::from_list(errors) {
+        Some(e) => Err(e),
+        None => Ok(upstreams),
+    }
+}
+
+/// Defaults with one profile file's own sections applied.
+fn base_profile(src: &Source, file: &ProfileFile, errors: &mut Vec<ScenarioError>) -> Profile {
+    let layer = file.layer();
+    for (key, found, expected) in layer.problems() {
+        errors.push(src.invalid(&key, found, expected));
+    }
+    let mut profile = Profile::default();
+    profile.apply(layer);
+    profile.name = file
+        .name
+        .clone()
+        .unwrap_or_else(|| src.path.file_stem().map_or_else(|| "mock".into(), |s| s.to_string_lossy().into_owned()));
+    profile
+}
+
+/// Resolves `[[upstream]]` tables: `base`, then the referenced profile file, then inline keys.
+fn resolve_members(
+    src: &Source,
+    base: &Profile,
+    specs: &[UpstreamSpec],
+    errors: &mut Vec<ScenarioError>,
+) -> Vec<Upstream> {
+    let mut seen = HashSet::new();
+    let mut out = Vec::new();
+    for (i, spec) in specs.iter().enumerate() {
+        let key = |k: &str| format!("upstream[{i}].{k}");
+        if !valid_name(&spec.name) {
+            errors.push(src.invalid(&key("name"), format!("{:?}", spec.name), "a name of letters, digits, `-` or `_`"));
+        } else if !seen.insert(spec.name.as_str()) {
+            errors.push(src.invalid(
+                &key("name"),
+                format!("{:?} again", spec.name),
+                "a name not used by another upstream",
+            ));
+        }
+        let mut profile = base.clone();
+        if let Some(rel) = &spec.profile {
+            match referenced_profile(src, rel) {
+                Ok(p) => profile = p,
+                Err(Referenced::Unreadable(e)) => {
+                    let resolved = src.dir().join(rel);
+                    let found = format!("{rel:?} ({}: {e})", resolved.display());
+                    errors.push(src.invalid(&key("profile"), found, "a readable profile file, relative to this file"))
+                }
+                Err(Referenced::Pool) => errors.push(src.invalid(
+                    &key("profile"),
+                    format!("{rel:?}, a pool"),
+                    "a single profile, not a pool",
+                )),
+                Err(Referenced::Invalid(e)) => errors.push(e),
+            }
+        }
+        for (k, found, expected) in spec.layer().problems() {
+            errors.push(src.invalid(&key(&k), found, expected));
+        }
+        profile.apply(spec.layer());
+        profile.name.clone_from(&spec.name);
+        out.push(Upstream { name: spec.name.clone(), listen: spec.listen, profile });
+    }
+    out
+}
+
+enum Referenced {
+    Unreadable(std::io::Error),
+    Pool,
+    Invalid(ScenarioError),
+}
+
+fn referenced_profile(src: &Source, rel: &str) -> Result<Profile, Referenced> {
+    let path = src.dir().join(rel);
+    let inner = match Source::read(&path) {
+        Ok(s) => s,
+        Err(ScenarioError::Read { source, .. }) => return Err(Referenced::Unreadable(source)),
+        Err(e) => return Err(Referenced::Invalid(e)),
+    };
+    let file: ProfileFile = inner.parse().map_err(Referenced::Invalid)?;
+    if !file.upstream.is_empty() {
+        return Err(Referenced::Pool);
+    }
+    let mut errors = Vec::new();
+    let profile = base_profile(&inner, &file, &mut errors);
+    match ScenarioError::from_list(errors) {
+        Some(e) => Err(Referenced::Invalid(e)),
+        None => Ok(profile),
+    }
+}
+
+fn valid_name(name: &str) -> bool {
+    !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+}

@@ -1,0 +1,41 @@
+//! JSON Schema export of the file formats, generated from the serde types so the schema can
+//! never drift from what the parser accepts. Editors use it for completion and validation;
+//! a test checks the committed copies under `schemas/` are current.
+
+use schemars::generate::SchemaSettings;
+
+use super::{ProfileFile, ScenarioFile};
+
+/// Which schema to produce.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum SchemaKind {
+    /// Scenario files (`scenarios/*.toml`).
+    Scenario,
+    /// Profile and pool files (`mock-upstreams/*.toml`).
+    Profile,
+}
+
+impl SchemaKind {
+    /// Every kind, for tests and `--all`.
+    pub const ALL: [SchemaKind; 2] = [SchemaKind::Scenario, SchemaKind::Profile];
+
+    /// The committed file name under `schemas/`.
+    pub fn file_name(self) -> &'static str {
+        match self {
+            Self::Scenario => "scenario.schema.json",
+            Self::Profile => "profile.schema.json",
+        }
+    }
+}
+
+/// The schema as pretty-printed JSON with a trailing newline.
+pub fn generate(kind: SchemaKind) -> String {
+    let generator = SchemaSettings::draft2020_12().into_generator();
+    let schema = match kind {
+        SchemaKind::Scenario => generator.into_root_schema_for::<ScenarioFile>(),
+        SchemaKind::Profile => generator.into_root_schema_for::<ProfileFile>(),
+    };
+    let mut text = serde_json::to_string_pretty(&schema).unwrap_or_default();
+    text.push('\n');
+    text
+}

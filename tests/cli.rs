@@ -1,0 +1,162 @@
+//! The `chaos` binary as users run it: the listening line, signals, exit codes, files.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn chaos() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_chaos"));
+    c.env("RUST_LOG", "warn");
+    c
+}
+
+/// Starts `chaos mock` and returns it with the origins it printed.
+fn start_mock(args: &[&str], lines: usize) -> (Child, Vec<String>) {
+    let mut child = chaos().arg("mock").args(args).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
+    let mut reader = BufReader::new(child.stdout.take().unwrap());
+    let mut out = Vec::new();
+    for _ in 0..lines {
+        let mut line = String::new();
+        reader.read_line(&mut line).unwrap();
+        out.push(line.trim_end().to_string());
+    }
+    std::thread::spawn(move || std::io::copy(&mut reader, &mut std::io::sink()));
+    (child, out)
+}
+
+fn signal(child: &Child, name: &str) {
+    let ok = Command::new("kill").args([&format!("-{name}"), &child.id().to_string()]).status().unwrap().success();
+    assert!(ok);
+}
+
+fn terminate(child: &Child) {
+    signal(child, "TERM");
+}
+
+fn wait_with_deadline(child: &mut Child, deadline: Duration) -> Option<i32> {
+    let started = Instant::now();
+    while started.elapsed() < deadline {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status.code();
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    None
+}
+
+fn origin(line: &str) -> String {
+    line.strip_prefix("listening on ").unwrap().split_whitespace().next().unwrap().to_string()
+}
+
+#[test]
+fn mock_prints_its_address_first_serves_and_exits_cleanly_on_sigterm() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("attempts.ndjson");
+    let (mut child, lines) =
+        start_mock(&["--profile", "mock-upstreams/fixed.toml", "--attempt-log", log.to_str().unwrap()], 1);
+    let re = regex_lite::Regex::new(r"^listening on http://127\.0\.0\.1:\d+$").unwrap();
+    assert!(re.is_match(&lines[0]), "{lines:?}");
+    let body = r#"{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hi"}]}"#;
+    let resp = reqwest::blocking::Client::new()
+        .post(format!("{}/v1/chat/completions", origin(&lines[0])))
+        .body(body)
+        .send()
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    terminate(&child);
+    assert_eq!(wait_with_deadline(&mut child, Duration::from_secs(10)), Some(0));
+    let records = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(records.lines().count(), 1, "the attempt log was flushed on shutdown");
+    assert!(records.contains(r#""upstream":"fixed""#));
+}
+
+#[test]
+fn shutdown_waits_out_the_grace_period_then_ends_open_streams() {
+    let dir = tempfile::tempdir().unwrap();
+    let profile = dir.path().join("slow.toml");
+    std::fs::write(&profile, "[latency]\nttft = { dist = \"fixed\", value = \"1m\" }\n").unwrap();
+    let (mut child, lines) = start_mock(&["--profile", profile.to_str().unwrap(), "--grace", "300ms"], 1);
+    let url = format!("{}/v1/chat/completions", origin(&lines[0]));
+    let pending = std::thread::spawn(move || {
+        let body = r#"{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}"#;
+        let client = reqwest::blocking::Client::builder().timeout(Duration::from_secs(30)).build().unwrap();
+        client.post(url).body(body).send().and_then(|r| r.text())
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    let started = Instant::now();
+    terminate(&child);
+    assert_eq!(wait_with_deadline(&mut child, Duration::from_secs(10)), Some(0));
+    assert!(started.elapsed() < Duration::from_secs(5), "grace is bounded: {:?}", started.elapsed());
+    assert!(pending.join().unwrap().is_err(), "the unfinished stream was cut, not completed");
+}
+
+#[test]
+fn pool_prints_one_named_line_per_upstream_and_stops_on_ctrl_c_right_away() {
+    let (mut child, lines) = start_mock(&["--profile", "mock-upstreams/pool.toml"], 3);
+    for (line, name) in lines.iter().zip(["primary", "secondary", "tertiary"]) {
+        assert!(line.starts_with("listening on http://127.0.0.1:") && line.ends_with(&format!("({name})")), "{line}");
+    }
+    // Signalled the moment the addresses are out: the handler must already be installed.
+    signal(&child, "INT");
+    assert_eq!(wait_with_deadline(&mut child, Duration::from_secs(10)), Some(0));
+}
+
+#[test]
+fn a_port_in_use_is_a_harness_failure_exit_3() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let out = chaos().args(["mock", "--profile", "mock-upstreams/fixed.toml", "--listen", &addr]).output().unwrap();
+    assert_eq!(out.status.code(), Some(3));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot listen on"));
+}
+
+#[test]
+fn validate_accepts_the_shipped_files() {
+    let files: Vec<_> = std::fs::read_dir("mock-upstreams").unwrap().map(|e| e.unwrap().path()).collect();
+    let out = chaos().arg("validate").args(&files).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), files.len());
+}
+
+#[test]
+fn validate_reports_every_bad_file_with_location_and_exits_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(&bad, "name = \"s\"\n[[upstream]]\nname = \"p\"\n[upstream.capacity]\nslotz = 3\n").unwrap();
+    let out = chaos()
+        .args(["validate", "mock-upstreams/fixed.toml"])
+        .arg(&bad)
+        .arg(dir.path().join("missing.toml"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains(&format!("{}:5:1: unknown key `slotz`", bad.display())), "{stderr}");
+    assert!(stderr.contains("did you mean `slots`?"));
+    assert!(stderr.contains("missing.toml: cannot read file"));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("ok: mock-upstreams/fixed.toml"));
+}
+
+#[test]
+fn mock_with_a_bad_profile_exits_2_before_listening() {
+    let out = chaos().args(["mock", "--profile", "scenarios/none-such.toml"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stdout.is_empty());
+}
+
+#[test]
+fn usage_errors_exit_2_and_help_exits_0() {
+    assert_eq!(chaos().arg("frobnicate").output().unwrap().status.code(), Some(2));
+    assert_eq!(chaos().args(["mock"]).output().unwrap().status.code(), Some(2));
+    assert_eq!(chaos().arg("--help").output().unwrap().status.code(), Some(0));
+}
+
+#[test]
+fn schema_prints_the_committed_schema() {
+    for kind in ["scenario", "profile"] {
+        let out = chaos().args(["schema", kind]).output().unwrap();
+        let committed = std::fs::read(format!("schemas/{kind}.schema.json")).unwrap();
+        assert_eq!(out.stdout, committed, "{kind}");
+    }
+}

@@ -1,0 +1,148 @@
+//! The exact text users see for bad files. Each error names file:line:column, the key, what
+//! was found and what was expected; snapshots make wording changes deliberate.
+
+use chaos::scenario::{Scenario, ScenarioError, Source, profile_from_source};
+use indoc::indoc;
+
+fn scenario_error(text: &str) -> String {
+    match Scenario::from_source(&Source::new("scenarios/bad.toml", text)) {
+        Ok(_) => panic!("expected an error for:\n{text}"),
+        Err(e) => e.render(),
+    }
+}
+
+fn profile_error(text: &str) -> String {
+    profile_from_source(&Source::new("mock-upstreams/bad.toml", text)).map(|_| ()).unwrap_err().render()
+}
+
+#[test]
+fn misspelt_top_level_key_suggests_the_right_one() {
+    insta::assert_snapshot!(scenario_error(indoc! {r#"
+        nmae = "x"
+    "#}));
+}
+
+#[test]
+fn misspelt_nested_key_names_its_table() {
+    insta::assert_snapshot!(scenario_error(indoc! {r#"
+        name = "x"
+        [[upstream]]
+        name = "primary"
+        [upstream.capacity]
+        slotz = 4
+    "#}));
+}
+
+#[test]
+fn unknown_distribution_suggests_the_closest() {
+    insta::assert_snapshot!(profile_error(indoc! {r#"
+        [latency]
+        ttft = { dist = "lognorm", p50 = "400ms", p99 = "1s" }
+    "#}));
+}
+
+#[test]
+fn unknown_parameter_inside_a_distribution_points_at_the_key() {
+    insta::assert_snapshot!(profile_error(indoc! {r#"
+        [latency]
+        ttft = { dist = "lognormal", p50 = "400ms", p90 = "1s" }
+    "#}));
+}
+
+#[test]
+fn wrong_type_says_what_was_found_and_expected() {
+    insta::assert_snapshot!(profile_error(indoc! {r#"
+        [capacity]
+        slots = "many"
+    "#}));
+}
+
+#[test]
+fn bad_duration_shows_the_accepted_forms() {
+    insta::assert_snapshot!(profile_error(indoc! {r#"
+        [latency]
+        ttft = { dist = "fixed", value = "100 parsecs" }
+    "#}));
+}
+
+#[test]
+fn number_where_a_duration_belongs() {
+    insta::assert_snapshot!(profile_error(indoc! {r#"
+        [latency]
+        ttft = { dist = "fixed", value = 100 }
+    "#}));
+}
+
+#[test]
+fn missing_required_key() {
+    insta::assert_snapshot!(scenario_error(indoc! {r#"
+        name = "x"
+        [[upstream]]
+        profile = "openai.toml"
+    "#}));
+}
+
+#[test]
+fn p99_below_p50_is_located_at_p99() {
+    insta::assert_snapshot!(profile_error(indoc! {r#"
+        [latency]
+        ttft = { dist = "lognormal", p50 = "400ms", p99 = "100ms" }
+    "#}));
+}
+
+#[test]
+fn overflow_must_be_a_provider_status() {
+    insta::assert_snapshot!(profile_error(indoc! {r#"
+        [capacity]
+        overflow = 500
+    "#}));
+}
+
+#[test]
+fn several_problems_are_all_reported() {
+    insta::assert_snapshot!(scenario_error(indoc! {r#"
+        name = "x"
+        [[upstream]]
+        name = "primary"
+        profile = "does-not-exist.toml"
+        [[upstream]]
+        name = "primary"
+        [upstream.capacity]
+        slots = 0
+    "#}));
+}
+
+#[test]
+fn a_scenario_needs_an_upstream() {
+    insta::assert_snapshot!(scenario_error("name = \"x\"\n"));
+}
+
+#[test]
+fn toml_syntax_errors_are_located() {
+    insta::assert_snapshot!(scenario_error(indoc! {r#"
+        name = "x
+        seed = 3
+    "#}));
+}
+
+#[test]
+fn unreadable_file_names_the_path() {
+    let err = Scenario::load(std::path::Path::new("scenarios/none-such.toml")).unwrap_err();
+    assert!(matches!(err, ScenarioError::Read { .. }));
+    assert!(err.to_string().starts_with("scenarios/none-such.toml: cannot read file"));
+}
+
+#[test]
+fn every_located_error_starts_with_file_line_column() {
+    let texts = [
+        scenario_error("nmae = 1\n"),
+        profile_error("[capacity]\nslots = -1\n"),
+        profile_error("[latency]\nttft = { dist = \"uniform\", min = \"2s\", max = \"1s\" }\n"),
+    ];
+    for text in texts {
+        let first = text.lines().next().unwrap();
+        let loc = first.strip_prefix("error: ").unwrap().split(": ").next().unwrap();
+        let parts: Vec<&str> = loc.rsplitn(3, ':').collect();
+        assert!(parts.len() == 3 && parts[0].parse::<u32>().is_ok() && parts[1].parse::<u32>().is_ok(), "{first}");
+    }
+}
