@@ -6,6 +6,7 @@
 
 pub mod cli;
 pub mod clock;
+pub mod faults;
 pub mod mock;
 pub mod scenario;
 pub mod seed;

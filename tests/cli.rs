@@ -154,9 +154,57 @@ fn usage_errors_exit_2_and_help_exits_0() {
 
 #[test]
 fn schema_prints_the_committed_schema() {
-    for kind in ["scenario", "profile"] {
+    for kind in ["scenario", "profile", "faults"] {
         let out = chaos().args(["schema", kind]).output().unwrap();
         let committed = std::fs::read(format!("schemas/{kind}.schema.json")).unwrap();
         assert_eq!(out.stdout, committed, "{kind}");
     }
+}
+
+fn chaos_fault(control: &str, args: &[&str]) -> std::process::Output {
+    chaos().args(["fault", "--mock", control]).args(args).output().unwrap()
+}
+
+#[test]
+fn fault_commands_change_a_running_mock_and_exit_with_the_right_codes() {
+    let dir = tempfile::tempdir().unwrap();
+    let faults = dir.path().join("faults.toml");
+    std::fs::write(&faults, "[[fault]]\nkind = \"latency\"\nname = \"slow\"\nmultiplier = 2.0\n").unwrap();
+    let (mut child, lines) =
+        start_mock(&["--profile", "mock-upstreams/instant.toml", "--faults", faults.to_str().unwrap()], 2);
+    let control = lines[1].strip_prefix("control on ").expect("second line names the control API").to_string();
+    let url = format!("{}/v1/chat/completions", origin(&lines[0]));
+    let post = || {
+        reqwest::blocking::Client::new()
+            .post(&url)
+            .body(r#"{"model":"m","messages":[{"role":"user","content":"x"}]}"#)
+            .send()
+            .unwrap()
+            .status()
+            .as_u16()
+    };
+
+    let added = chaos_fault(&control, &["add", "kind=status", "code=503", "name=storm", "match.stream=false"]);
+    assert_eq!(added.status.code(), Some(0), "{}", String::from_utf8_lossy(&added.stderr));
+    assert_eq!(post(), 503);
+    let list = String::from_utf8(chaos_fault(&control, &["list"]).stdout).unwrap();
+    assert!(list.contains("storm") && list.contains("slow"), "{list}");
+    assert_eq!(chaos_fault(&control, &["rm", "storm"]).status.code(), Some(0));
+    assert_eq!(post(), 200);
+
+    let bad = chaos_fault(&control, &["add", "kind=status", "code=200"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("`code` is 200"));
+    let typo = chaos_fault(&control, &["add", "kind=status", "cod=500"]);
+    assert_eq!(typo.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&typo.stderr).contains("command line:2:1: unknown key `cod`"),
+        "{}",
+        String::from_utf8_lossy(&typo.stderr)
+    );
+    assert_eq!(chaos_fault(&control, &["rm", "nothing"]).status.code(), Some(2));
+    assert_eq!(chaos_fault(&control, &["reset"]).status.code(), Some(0));
+    assert_eq!(chaos_fault("http://127.0.0.1:1", &["list"]).status.code(), Some(3), "unreachable control API");
+    terminate(&child);
+    assert_eq!(wait_with_deadline(&mut child, Duration::from_secs(10)), Some(0));
 }

@@ -146,3 +146,47 @@ fn every_located_error_starts_with_file_line_column() {
         assert!(parts.len() == 3 && parts[0].parse::<u32>().is_ok() && parts[1].parse::<u32>().is_ok(), "{first}");
     }
 }
+
+#[test]
+fn a_fault_matching_an_unknown_upstream_suggests_one() {
+    insta::assert_snapshot!(scenario_error(indoc! {r#"
+        name = "x"
+        [[upstream]]
+        name = "primary"
+        [[fault]]
+        kind = "outage"
+        match = { upstream = "primray" }
+    "#}));
+}
+
+#[test]
+fn an_unknown_fault_kind_lists_the_kinds() {
+    insta::assert_snapshot!(scenario_error(indoc! {r#"
+        name = "x"
+        [[upstream]]
+        name = "primary"
+        [[fault]]
+        kind = "latancy"
+        multiplier = 3.0
+    "#}));
+}
+
+#[test]
+fn fault_values_are_checked_where_they_are_written() {
+    insta::assert_snapshot!(scenario_error(indoc! {r#"
+        name = "x"
+        [[upstream]]
+        name = "primary"
+        [[fault]]
+        kind = "status"
+        code = 429
+        retry_after = "5s..1s"
+        probability = 1.5
+        [[fault]]
+        kind = "hang"
+        mode = "slow_drip"
+        [[fault]]
+        kind = "ttl_expiry"
+        flush = { http = "http://10.1.2.3/flush" }
+    "#}));
+}

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use crate::clock::Clock;
 use crate::mock::{DEFAULT_RING, MockOptions, MockPool};
-use crate::scenario::{DEFAULT_SEED, Duration, load_profile};
+use crate::scenario::{DEFAULT_SEED, Duration, load_faults, load_profile};
 
 use super::CliError;
 
@@ -34,6 +34,21 @@ pub struct Args {
     /// Worker threads (default: the CPUs this process may run on; 1 uses a single-threaded runtime).
     #[arg(long)]
     pub threads: Option<usize>,
+    /// A faults file ([[fault]] tables): the timeline at start, times counted from start.
+    #[arg(long)]
+    pub faults: Option<PathBuf>,
+    /// Write fault events (expiries, flush hooks, outages) to this NDJSON file.
+    #[arg(long)]
+    pub event_log: Option<PathBuf>,
+    /// Address of the control API (see `chaos fault`).
+    #[arg(long, default_value = "127.0.0.1:0")]
+    pub admin: SocketAddr,
+    /// Do not serve the control API.
+    #[arg(long, conflicts_with = "admin")]
+    pub no_admin: bool,
+    /// Bearer token the control API requires (needed to bind it off loopback).
+    #[arg(long, env = "CHAOS_ADMIN_TOKEN", hide_env_values = true)]
+    pub admin_token: Option<String>,
 }
 
 pub(super) async fn run(args: Args) -> Result<(), CliError> {
@@ -50,12 +65,21 @@ pub(super) async fn run(args: Args) -> Result<(), CliError> {
             tracing::warn!(upstream = %u.name, %addr, "listening on a non-loopback address: the mock is reachable from other hosts");
         }
     }
+    let names: Vec<&str> = upstreams.iter().map(|u| u.name.as_str()).collect();
+    let faults = match &args.faults {
+        Some(path) => load_faults(path, Some(&names))?,
+        None => Vec::new(),
+    };
     let options = MockOptions {
         seed: args.seed,
         clock: Clock::start(),
         attempt_log: args.attempt_log.clone(),
         attempt_ring: args.attempt_ring,
         grace: args.grace.as_std(),
+        event_log: args.event_log.clone(),
+        faults,
+        admin: (!args.no_admin).then_some(args.admin),
+        admin_token: args.admin_token.clone(),
     };
     // Handlers go in before the address is announced: whoever reads it may signal at once.
     let shutdown =
@@ -68,7 +92,8 @@ pub(super) async fn run(args: Args) -> Result<(), CliError> {
     Ok(())
 }
 
-/// `listening on http://ADDR` per upstream, first line first; pools add the name.
+/// `listening on http://ADDR` per upstream, first line first; pools add the name; then
+/// `control on http://ADDR` for the control API.
 fn announce(pool: &MockPool) -> std::io::Result<()> {
     let mut out = std::io::stdout().lock();
     let single = pool.upstreams().len() == 1;
@@ -79,6 +104,9 @@ fn announce(pool: &MockPool) -> std::io::Result<()> {
             writeln!(out, "listening on {} ({})", u.uri(), u.name())?;
         }
         tracing::info!(upstream = u.name(), uri = %u.uri(), "serving");
+    }
+    if let Some(admin) = pool.admin_uri() {
+        writeln!(out, "control on {admin}")?;
     }
     out.flush()
 }

@@ -7,6 +7,7 @@
 //! | 2 | usage or scenario error |
 //! | 3 | run aborted or harness failure |
 
+mod fault;
 mod mock;
 mod schema;
 mod validate;
@@ -34,8 +35,10 @@ pub enum Command {
     Mock(mock::Args),
     /// Check scenario and profile files; print every problem with file:line:column.
     Validate(validate::Args),
-    /// Print the JSON Schema of scenario or profile files.
+    /// Print the JSON Schema of scenario, profile or faults files.
     Schema(schema::Args),
+    /// Inspect and change a running mock's faults through its control API.
+    Fault(fault::Args),
 }
 
 /// Exit codes, as documented in the README.
@@ -79,14 +82,26 @@ pub enum CliError {
     /// Files failed validation (already reported).
     #[error("{0} file(s) failed validation")]
     Invalid(usize),
+    /// A command line the harness cannot act on.
+    #[error("{0}")]
+    Usage(String),
+    /// The control API refused a change (`status` 4xx) or could not be reached.
+    #[error("{message}")]
+    Control {
+        /// HTTP status, when the API answered.
+        status: Option<u16>,
+        /// Its explanation.
+        message: String,
+    },
 }
 
 impl CliError {
     /// The exit code for this error (the one table every error goes through).
     pub fn exit(&self) -> Exit {
         match self {
-            Self::Scenario(_) | Self::Invalid(_) => Exit::Usage,
-            Self::Mock(_) | Self::Io { .. } => Exit::Harness,
+            Self::Scenario(_) | Self::Invalid(_) | Self::Usage(_) => Exit::Usage,
+            Self::Control { status: Some(400..=499), .. } => Exit::Usage,
+            Self::Mock(_) | Self::Io { .. } | Self::Control { .. } => Exit::Harness,
         }
     }
 
@@ -146,6 +161,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
         Command::Mock(args) => mock::run(args).await,
         Command::Validate(args) => validate::run(&args),
         Command::Schema(args) => schema::run(&args),
+        Command::Fault(args) => fault::run(args).await,
     }
 }
 

@@ -3,7 +3,7 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use crate::scenario::{FileKind, Scenario, Source, profile_from_source};
+use crate::scenario::{FileKind, Scenario, Source, faults_from_source, profile_from_source};
 
 use super::CliError;
 
@@ -25,6 +25,8 @@ pub enum Kind {
     Scenario,
     /// A profile or pool.
     Profile,
+    /// A faults file.
+    Faults,
 }
 
 pub(super) fn run(args: &Args) -> Result<(), CliError> {
@@ -49,12 +51,17 @@ fn check(path: &std::path::Path, kind: Option<Kind>) -> Result<String, crate::sc
     let kind = match kind {
         Some(Kind::Scenario) => FileKind::Scenario,
         Some(Kind::Profile) => FileKind::Profile,
+        Some(Kind::Faults) => FileKind::Faults,
         None => FileKind::detect(&src),
     };
     match kind {
         FileKind::Scenario => {
             let s = Scenario::from_source(&src)?;
-            Ok(format!("scenario `{}`, {} upstream(s)", s.name, s.upstreams.len()))
+            Ok(format!("scenario `{}`, {} upstream(s), {} fault(s)", s.name, s.upstreams.len(), s.faults.len()))
+        }
+        FileKind::Faults => {
+            let faults = faults_from_source(&src, None)?;
+            Ok(format!("{} fault(s)", faults.len()))
         }
         FileKind::Profile => {
             let ups = profile_from_source(&src)?;

@@ -32,6 +32,19 @@ pub fn message(id: &str, model: &str, words: Words, capped: bool, input_tokens: 
     exact(out)
 }
 
+/// A message that is valid JSON but has no `content` (`malformed` with `wrong_schema`).
+pub fn wrong_schema_message(id: &str, model: &str, words: Words, tokens: u32) -> Bytes {
+    let mut out = Vec::with_capacity(160 + tokens as usize * 9);
+    out.extend_from_slice(b"{\"id\":\"");
+    out.extend_from_slice(id.as_bytes());
+    out.extend_from_slice(b"\",\"type\":\"message\",\"role\":\"assistant\",\"model\":");
+    push_json_str(&mut out, model);
+    out.extend_from_slice(b",\"completion\":\"");
+    words.write_to(tokens, &mut out);
+    out.extend_from_slice(b"\"}");
+    exact(out)
+}
+
 /// Renders the events of one stream.
 #[derive(Clone, Debug)]
 pub struct EventFrame {
@@ -62,6 +75,18 @@ impl EventFrame {
     pub fn token(&self, out: &mut Vec<u8>, token: Token) {
         out.extend_from_slice(
             b"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"",
+        );
+        if token.leading_space {
+            out.push(b' ');
+        }
+        out.extend_from_slice(token.word.as_bytes());
+        out.extend_from_slice(b"\"}}\n\n");
+    }
+
+    /// A delta that is valid JSON of the wrong shape: an unknown delta type without `text`.
+    pub fn wrong_schema_token(&self, out: &mut Vec<u8>, token: Token) {
+        out.extend_from_slice(
+            b"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"output\",\"value\":\"",
         );
         if token.leading_space {
             out.push(b' ');

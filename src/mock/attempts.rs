@@ -38,6 +38,18 @@ pub enum Decision {
     RateLimited,
     /// Slots and queue full (429/503/529 as the profile says).
     Overflow,
+    /// A `status` fault answered.
+    FaultStatus,
+    /// A `hang` fault held the request.
+    Hang,
+    /// A `reset` fault reset the connection.
+    Reset,
+    /// A `malformed` fault spoiled the answer.
+    Malformed,
+    /// The upstream went into an outage while the request was in flight.
+    Outage,
+    /// The `x-chaos-fault` header was invalid or not allowed (400).
+    BadFaultHeader,
 }
 
 /// One request as the mock saw it.
@@ -86,6 +98,10 @@ pub struct Attempt {
     pub retry_after_ms: Option<u64>,
     /// The client went away before the response was complete.
     pub client_disconnected: bool,
+    /// Faults that applied, in timeline order.
+    pub faults: Vec<Arc<str>>,
+    /// When the response's cache entry expires (`ttl_expiry`), µs on the mock's clock.
+    pub cache_expires_us: Option<u64>,
 }
 
 impl Attempt {
@@ -113,6 +129,8 @@ impl Attempt {
             output_tokens: 0,
             retry_after_ms: None,
             client_disconnected: false,
+            faults: Vec::new(),
+            cache_expires_us: None,
         }
     }
 

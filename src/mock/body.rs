@@ -1,16 +1,18 @@
-//! The one response body type of the mock: a complete buffer, or a token stream paced by the
-//! request's latency plan.
+//! The one response body type of the mock: a complete buffer, a buffer delivered piece by
+//! piece (drips, partial answers that stall or reset), or a token stream paced by the
+//! request's latency plan and shaped by any fault.
 //!
 //! The body owns the request's attempt record and its generation slot. Hyper drops the body
 //! when the response is done or the client goes away, so both outcomes are recorded (with
 //! `client_disconnected` set when it ended early) and the slot is freed, without any task
-//! left behind. Tokens are produced lazily from a small RNG state, never buffered whole, which
-//! keeps an idle open stream to a few hundred bytes beyond hyper's own connection state.
+//! left behind — hung requests included. Ending with [`Abort`] makes hyper drop the connection
+//! mid-response. Tokens are produced lazily from a small RNG state, never buffered whole.
 
-use std::convert::Infallible;
+use std::collections::VecDeque;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
@@ -18,6 +20,7 @@ use tokio::sync::OwnedSemaphorePermit;
 use tokio::time::Sleep;
 
 use super::anthropic::EventFrame;
+use super::conn::ConnCtl;
 use super::content::Words;
 use super::latency::Plan;
 use super::openai::{ChunkFrame, Usage};
@@ -26,16 +29,55 @@ use super::service::AttemptGuard;
 /// Tokens per frame at most, so a zero inter-token time does not build one huge buffer.
 const MAX_TOKENS_PER_FRAME: u32 = 256;
 
+/// How long after its last data a reset waits at least: an RST discards whatever is still
+/// unsent, and what the provider generated before being cut should reach the client.
+const RESET_AFTER_DATA: Duration = Duration::from_millis(10);
+
+/// Ends a response abruptly: hyper drops the connection (with RST when a reset was asked for).
+#[derive(Debug, Clone, Copy, thiserror::Error)]
+#[error("response aborted by a fault")]
+pub struct Abort;
+
 /// A mock response body.
 pub struct MockBody {
     kind: Kind,
     guard: Option<AttemptGuard>,
+    conn: Option<Arc<ConnCtl>>,
     _permit: Option<OwnedSemaphorePermit>,
 }
 
 enum Kind {
     Full(Option<Bytes>),
+    Paced(Box<Paced>),
     Stream(Box<TokenStream>),
+}
+
+/// How a paced body ends once its pieces are sent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum End {
+    /// Normally.
+    Finish,
+    /// Nothing more until the hold ends, then the connection is closed.
+    Stall,
+    /// The connection is reset at once.
+    Reset,
+}
+
+/// Pieces of a body sent `interval` apart, then an ending; never held past `hold_until`.
+pub(crate) struct Paced {
+    pieces: VecDeque<Bytes>,
+    interval: Duration,
+    next_at: Instant,
+    end: End,
+    hold_until: Instant,
+    sleep: Option<Pin<Box<Sleep>>>,
+}
+
+impl Paced {
+    pub(crate) fn new(pieces: Vec<Bytes>, interval: Duration, end: End, hold: Duration) -> Self {
+        let now = Instant::now();
+        Self { pieces: pieces.into(), interval, next_at: now, end, hold_until: now + hold, sleep: None }
+    }
 }
 
 /// How a stream's events are framed.
@@ -46,39 +88,160 @@ pub(crate) enum Framing {
     Anthropic { frame: EventFrame },
 }
 
+/// What a fault does to a stream.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct StreamFault {
+    /// Stop sending after this many tokens, until `hold_until`.
+    pub stall_after: Option<u32>,
+    /// Reset the connection after this many tokens.
+    pub reset_after: Option<u32>,
+    /// End without the closing events and `[DONE]`.
+    pub truncate: bool,
+    /// Insert one event that is not JSON after this many tokens.
+    pub bad_chunk_after: Option<u32>,
+    /// Send valid JSON of the wrong shape instead of deltas.
+    pub wrong_schema: bool,
+    /// Close the connection if the stream is still running then.
+    pub hold_until: Option<Instant>,
+}
+
 /// A paced token stream.
 pub(crate) struct TokenStream {
-    pub framing: Framing,
-    pub words: Words,
-    pub plan: Plan,
+    framing: Framing,
+    words: Words,
+    plan: Plan,
     /// Generation start (after queueing); token k is due at `t0 + plan.token_at(k)`.
-    pub t0: Instant,
+    t0: Instant,
     /// The plan was cut short by `max_tokens`.
-    pub capped: bool,
+    capped: bool,
+    fault: StreamFault,
     sent: u32,
     opened: bool,
     done: bool,
+    /// When the reset `fault.reset_after` asks for happens (the next token's due time).
+    reset_at: Option<Instant>,
     sleep: Option<Pin<Box<Sleep>>>,
 }
 
 impl TokenStream {
-    pub(crate) fn new(framing: Framing, words: Words, plan: Plan, t0: Instant, capped: bool) -> Self {
-        Self { framing, words, plan, t0, capped, sent: 0, opened: false, done: false, sleep: None }
+    pub(crate) fn new(
+        framing: Framing,
+        words: Words,
+        plan: Plan,
+        t0: Instant,
+        capped: bool,
+        fault: StreamFault,
+    ) -> Self {
+        Self {
+            framing,
+            words,
+            plan,
+            t0,
+            capped,
+            fault,
+            sent: 0,
+            opened: false,
+            done: false,
+            reset_at: None,
+            sleep: None,
+        }
+    }
+
+    /// Arms the reset once `reset_after` tokens are out: cut while "generating" the next one.
+    fn arm_reset(&mut self, now: Instant) {
+        if self.fault.reset_after == Some(self.sent) && self.reset_at.is_none() {
+            self.reset_at = Some((now + RESET_AFTER_DATA).max(self.t0 + self.plan.token_at(self.sent)));
+        }
     }
 }
+
+/// Waits for `deadline` with a reusable timer; `Ready` once it has passed.
+fn wait(sleep: &mut Option<Pin<Box<Sleep>>>, deadline: Instant, cx: &mut Context<'_>) -> Poll<()> {
+    if Instant::now() >= deadline {
+        return Poll::Ready(());
+    }
+    let sleep = sleep.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline.into())));
+    if sleep.deadline() != deadline.into() {
+        sleep.as_mut().reset(deadline.into());
+    }
+    sleep.as_mut().poll(cx)
+}
+
+type Next = Poll<Option<Result<Bytes, Abort>>>;
 
 impl MockBody {
     /// A complete body that records `guard` when sent.
     pub(crate) fn full(bytes: Bytes, guard: Option<AttemptGuard>) -> Self {
-        Self { kind: Kind::Full(Some(bytes)), guard, _permit: None }
+        Self { kind: Kind::Full(Some(bytes)), guard, conn: None, _permit: None }
+    }
+
+    /// A body sent in pieces, ending as `paced.end` says.
+    pub(crate) fn paced(
+        paced: Paced,
+        guard: AttemptGuard,
+        conn: Option<Arc<ConnCtl>>,
+        permit: Option<OwnedSemaphorePermit>,
+    ) -> Self {
+        Self { kind: Kind::Paced(Box::new(paced)), guard: Some(guard), conn, _permit: permit }
     }
 
     /// A paced stream holding a generation slot until it ends or the client leaves.
-    pub(crate) fn stream(stream: TokenStream, guard: AttemptGuard, permit: Option<OwnedSemaphorePermit>) -> Self {
-        Self { kind: Kind::Stream(Box::new(stream)), guard: Some(guard), _permit: permit }
+    pub(crate) fn stream(
+        stream: TokenStream,
+        guard: AttemptGuard,
+        conn: Option<Arc<ConnCtl>>,
+        permit: Option<OwnedSemaphorePermit>,
+    ) -> Self {
+        Self { kind: Kind::Stream(Box::new(stream)), guard: Some(guard), conn, _permit: permit }
     }
 
-    fn poll_stream(&mut self, cx: &mut Context<'_>) -> Poll<Option<Bytes>> {
+    fn finish(&mut self) {
+        if let Some(g) = &mut self.guard {
+            g.finish();
+        }
+    }
+
+    /// Ends the response abruptly, as a server-side decision (not a client disconnect).
+    fn abort(&mut self, reset: bool) -> Next {
+        if let (true, Some(c)) = (reset, &self.conn) {
+            c.reset_on_close();
+        }
+        self.finish();
+        Poll::Ready(Some(Err(Abort)))
+    }
+
+    fn poll_paced(&mut self, cx: &mut Context<'_>) -> Next {
+        let Kind::Paced(p) = &mut self.kind else { return Poll::Ready(None) };
+        let due = match (p.pieces.is_empty(), p.end) {
+            (true, End::Stall) => p.hold_until,
+            (true, End::Reset) => p.next_at,
+            _ => p.next_at.min(p.hold_until),
+        };
+        if (p.end != End::Finish || !p.pieces.is_empty()) && wait(&mut p.sleep, due, cx).is_pending() {
+            return Poll::Pending;
+        }
+        let now = Instant::now();
+        if now >= p.hold_until && !(p.pieces.is_empty() && p.end != End::Stall) {
+            return self.abort(false);
+        }
+        if let Some(piece) = p.pieces.pop_front() {
+            p.next_at = now + p.interval;
+            if p.pieces.is_empty() && p.end == End::Reset {
+                p.next_at = now + p.interval.max(RESET_AFTER_DATA);
+            }
+            return Poll::Ready(Some(Ok(piece)));
+        }
+        match p.end {
+            End::Finish => {
+                self.finish();
+                Poll::Ready(None)
+            }
+            End::Reset => self.abort(true),
+            End::Stall => self.abort(false),
+        }
+    }
+
+    fn poll_stream(&mut self, cx: &mut Context<'_>) -> Next {
         let Kind::Stream(s) = &mut self.kind else { return Poll::Ready(None) };
         if s.done {
             return Poll::Ready(None);
@@ -91,70 +254,96 @@ impl MockBody {
                 Framing::OpenAi { frame, .. } => frame.open(&mut out),
                 Framing::Anthropic { frame } => frame.open(&mut out),
             }
-            return Poll::Ready(Some(Bytes::from(out)));
+            s.arm_reset(Instant::now());
+            return Poll::Ready(Some(Ok(Bytes::from(out))));
         }
-        let due = s.t0 + s.plan.token_at(s.sent);
-        if Instant::now() < due {
-            let sleep = s.sleep.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(due.into())));
-            if sleep.deadline() != due.into() {
-                sleep.as_mut().reset(due.into());
-            }
-            if sleep.as_mut().poll(cx).is_pending() {
+        if let Some(at) = s.reset_at {
+            if wait(&mut s.sleep, at, cx).is_pending() {
                 return Poll::Pending;
             }
+            return self.abort(true);
+        }
+        let hold = s.fault.hold_until;
+        let stalled = s.fault.stall_after == Some(s.sent);
+        let due =
+            if stalled { hold.unwrap_or(s.t0 + Duration::from_secs(3600)) } else { s.t0 + s.plan.token_at(s.sent) };
+        let due = hold.map_or(due, |h| due.min(h));
+        if wait(&mut s.sleep, due, cx).is_pending() {
+            return Poll::Pending;
         }
         let now = Instant::now();
+        if stalled || hold.is_some_and(|h| now >= h) {
+            return self.abort(false);
+        }
         let mut batch = 0;
         while s.sent < s.plan.output_tokens && batch < MAX_TOKENS_PER_FRAME && s.t0 + s.plan.token_at(s.sent) <= now {
             if let (0, Some(g)) = (s.sent, &mut self.guard) {
                 g.first_token(now);
             }
             let token = s.words.next_token();
-            match &s.framing {
-                Framing::OpenAi { frame, .. } => frame.token(&mut out, token),
-                Framing::Anthropic { frame } => frame.token(&mut out, token),
+            match (&s.framing, s.fault.wrong_schema) {
+                (Framing::OpenAi { frame, .. }, false) => frame.token(&mut out, token),
+                (Framing::OpenAi { frame, .. }, true) => frame.wrong_schema_token(&mut out, token),
+                (Framing::Anthropic { frame }, false) => frame.token(&mut out, token),
+                (Framing::Anthropic { frame }, true) => frame.wrong_schema_token(&mut out, token),
             }
             s.sent += 1;
             batch += 1;
-        }
-        if s.sent == s.plan.output_tokens {
-            match &s.framing {
-                Framing::OpenAi { frame, usage } => {
-                    frame.close(&mut out, if s.capped { "length" } else { "stop" }, *usage)
+            if s.fault.bad_chunk_after == Some(s.sent) {
+                match &s.framing {
+                    Framing::OpenAi { .. } => {
+                        out.extend_from_slice(b"data: {\"id\":\"broken\",\"choices\":[{\"delta\":{\"content\":\"\n\n")
+                    }
+                    Framing::Anthropic { .. } => out.extend_from_slice(
+                        b"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"delta\":{\n\n",
+                    ),
                 }
-                Framing::Anthropic { frame } => frame.close(&mut out, s.capped, s.plan.output_tokens),
             }
-            s.done = true;
-            if let Some(g) = &mut self.guard {
-                g.finish();
+            if s.fault.stall_after == Some(s.sent) || s.fault.reset_after == Some(s.sent) {
+                break;
             }
         }
-        Poll::Ready(Some(Bytes::from(out)))
+        s.arm_reset(now);
+        if s.sent == s.plan.output_tokens && s.fault.stall_after.is_none_or(|n| n > s.sent) && s.reset_at.is_none() {
+            s.done = true;
+            if !s.fault.truncate {
+                match &s.framing {
+                    Framing::OpenAi { frame, usage } => {
+                        frame.close(&mut out, if s.capped { "length" } else { "stop" }, *usage)
+                    }
+                    Framing::Anthropic { frame } => frame.close(&mut out, s.capped, s.plan.output_tokens),
+                }
+            }
+            self.finish();
+        }
+        Poll::Ready(Some(Ok(Bytes::from(out))))
     }
 }
 
 impl Body for MockBody {
     type Data = Bytes;
-    type Error = Infallible;
+    type Error = Abort;
 
-    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, Abort>>> {
         let this = &mut *self;
         let next = match &mut this.kind {
             Kind::Full(bytes) => {
                 let b = bytes.take();
-                if let (Some(_), Some(g)) = (&b, &mut this.guard) {
-                    g.finish();
+                if b.is_some() {
+                    this.finish();
                 }
-                Poll::Ready(b)
+                Poll::Ready(b.map(Ok))
             }
+            Kind::Paced(_) => this.poll_paced(cx),
             Kind::Stream(_) => this.poll_stream(cx),
         };
-        next.map(|b| b.map(|b| Ok(Frame::data(b))))
+        next.map(|b| b.map(|r| r.map(Frame::data)))
     }
 
     fn is_end_stream(&self) -> bool {
         match &self.kind {
             Kind::Full(b) => b.is_none(),
+            Kind::Paced(_) => false,
             Kind::Stream(s) => s.done,
         }
     }
@@ -163,7 +352,7 @@ impl Body for MockBody {
         match &self.kind {
             Kind::Full(Some(b)) => SizeHint::with_exact(b.len() as u64),
             Kind::Full(None) => SizeHint::with_exact(0),
-            Kind::Stream(_) => SizeHint::default(),
+            Kind::Paced(_) | Kind::Stream(_) => SizeHint::default(),
         }
     }
 }

@@ -26,6 +26,12 @@ struct ApiLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct FaultLabels {
+    fault: String,
+    kind: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct StatusLabels {
     upstream: String,
     status: u16,
@@ -44,6 +50,8 @@ pub struct Metrics {
     in_flight: Family<UpstreamLabel, Gauge>,
     queue_depth: Family<UpstreamLabel, Gauge>,
     busy_slots: Family<UpstreamLabel, Gauge>,
+    connections: Family<UpstreamLabel, Gauge>,
+    fault_hits: Family<FaultLabels, Counter>,
     duration: Family<UpstreamLabel, Histogram, fn() -> Histogram>,
     ttft: Family<UpstreamLabel, Histogram, fn() -> Histogram>,
 }
@@ -64,6 +72,8 @@ impl Metrics {
             in_flight: Family::default(),
             queue_depth: Family::default(),
             busy_slots: Family::default(),
+            connections: Family::default(),
+            fault_hits: Family::default(),
             duration: Family::new_with_constructor(latency_histogram),
             ttft: Family::new_with_constructor(latency_histogram),
             registry: Registry::default(),
@@ -73,6 +83,8 @@ impl Metrics {
         registry.register("in_flight", "Requests being handled now", m.in_flight.clone());
         registry.register("queue_depth", "Requests waiting for a generation slot", m.queue_depth.clone());
         registry.register("busy_slots", "Generation slots in use", m.busy_slots.clone());
+        registry.register("connections", "Open client connections", m.connections.clone());
+        registry.register("fault_hits", "Requests each fault has applied to", m.fault_hits.clone());
         registry.register("request_duration_seconds", "Arrival to end of response", m.duration.clone());
         registry.register("ttft_seconds", "Arrival to first content token", m.ttft.clone());
         Self { registry, ..m }
@@ -92,6 +104,7 @@ impl Metrics {
             in_flight: self.in_flight.get_or_create(&label).clone(),
             queue_depth: self.queue_depth.get_or_create(&label).clone(),
             busy_slots: self.busy_slots.get_or_create(&label).clone(),
+            connections: self.connections.get_or_create(&label).clone(),
             duration: self.duration.get_or_create(&label).clone(),
             ttft: self.ttft.get_or_create(&label).clone(),
         }
@@ -99,6 +112,17 @@ impl Metrics {
 
     fn status_counter(&self, upstream: &str, status: u16) -> Counter {
         self.responses.get_or_create(&StatusLabels { upstream: upstream.into(), status }).clone()
+    }
+
+    /// Sets the per-fault hit counters to the timeline's counts (at scrape time).
+    pub fn fault_hits(&self, hits: impl Iterator<Item = (String, String, u64)>) {
+        for (fault, kind, n) in hits {
+            let c = self.fault_hits.get_or_create(&FaultLabels { fault, kind });
+            let seen = c.get();
+            if n > seen {
+                c.inc_by(n - seen);
+            }
+        }
     }
 
     /// The text exposition.
@@ -124,6 +148,8 @@ pub struct UpstreamMetrics {
     pub queue_depth: Gauge,
     /// Busy slots (set at scrape time).
     pub busy_slots: Gauge,
+    /// Open connections.
+    pub connections: Gauge,
     duration: Histogram,
     ttft: Histogram,
 }

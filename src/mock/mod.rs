@@ -17,12 +17,17 @@
 //! # Ok(()) }
 //! ```
 
+mod admin;
+mod answer;
 pub mod anthropic;
 pub mod attempts;
 mod body;
 pub mod capacity;
+mod conn;
 pub mod content;
 pub mod embeddings;
+pub mod events;
+mod expiry;
 pub mod latency;
 pub mod metrics;
 pub mod openai;
@@ -31,6 +36,7 @@ pub mod rate_limit;
 pub mod request;
 pub mod server;
 mod service;
+pub mod timeline;
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
@@ -41,11 +47,15 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 pub use attempts::{Attempt, AttemptLog, DEFAULT_RING, Decision};
-pub use body::MockBody;
+pub use body::{Abort, MockBody};
+pub use events::{Event, EventKind};
 pub use request::Api;
+pub use service::{Outcome, RequestBody};
+pub use timeline::TimelineError;
 
 use crate::clock::Clock;
-use crate::scenario::{DEFAULT_SEED, Profile, Upstream};
+use crate::faults::{Entry, Fault, Timeline};
+use crate::scenario::{DEFAULT_SEED, NamedFault, Profile, Upstream};
 use service::{Shared, UpstreamState};
 
 /// Errors starting or stopping mock upstreams.
@@ -74,6 +84,9 @@ pub enum MockError {
     /// Two upstreams share a name.
     #[error("two upstreams are named `{0}`; names must be unique")]
     DuplicateName(String),
+    /// The initial fault timeline was refused.
+    #[error("{0}")]
+    Faults(#[from] TimelineError),
 }
 
 /// Settings shared by every upstream of one mock process.
@@ -89,6 +102,14 @@ pub struct MockOptions {
     pub attempt_ring: usize,
     /// How long shutdown waits for in-flight responses.
     pub grace: Duration,
+    /// Also write fault events (expiries, flushes, outages) to this NDJSON file.
+    pub event_log: Option<PathBuf>,
+    /// The fault timeline at start; `start` offsets count from the clock's epoch.
+    pub faults: Vec<NamedFault>,
+    /// Serve the control API on this address (loopback unless `admin_token` is set).
+    pub admin: Option<SocketAddr>,
+    /// Bearer token the control API requires.
+    pub admin_token: Option<String>,
 }
 
 impl Default for MockOptions {
@@ -99,6 +120,10 @@ impl Default for MockOptions {
             attempt_log: None,
             attempt_ring: DEFAULT_RING,
             grace: Duration::from_secs(5),
+            event_log: None,
+            faults: Vec::new(),
+            admin: None,
+            admin_token: None,
         }
     }
 }
@@ -160,6 +185,31 @@ impl MockUpstream {
         self.state.slots.queued()
     }
 
+    /// Open client connections right now.
+    pub fn connections(&self) -> i64 {
+        self.state.metrics.connections.get()
+    }
+
+    /// The fault timeline in force (shared by every upstream of the process).
+    pub fn faults(&self) -> Arc<Timeline> {
+        self.state.shared.timeline.snapshot()
+    }
+
+    /// Adds faults whose `start` counts from now.
+    pub fn add_faults(&self, faults: Vec<NamedFault>) -> Result<Vec<Arc<Entry>>, TimelineError> {
+        self.state.shared.timeline.add(faults, self.state.shared.clock.now_us())
+    }
+
+    /// Removes the fault called `name`.
+    pub fn remove_fault(&self, name: &str) -> Result<(), TimelineError> {
+        self.state.shared.timeline.remove(name).map(|_| ())
+    }
+
+    /// Fault events so far (expiries, flushes, outages), oldest first.
+    pub fn events(&self) -> Vec<Event> {
+        self.state.shared.events.snapshot()
+    }
+
     /// Stops accepting, lets in-flight responses finish within the grace period, and waits.
     pub async fn shutdown(&self) {
         let _ = self.stop.send(true);
@@ -186,16 +236,15 @@ pub struct App {
 impl App {
     /// A standalone handler for `upstream` with its own clock, attempt log and metrics.
     pub fn new(upstream: &Upstream, options: &MockOptions) -> Result<Self, MockError> {
-        let shared = Arc::new(Shared::new(options)?);
-        Ok(Self { state: UpstreamState::new(&upstream.name, upstream.profile.clone(), shared) })
+        let shared = Arc::new(Shared::new(options, vec![upstream.name.clone()])?);
+        shared.timeline.add(options.faults.clone(), 0)?;
+        Ok(Self { state: UpstreamState::new(&upstream.name, None, upstream.profile.clone(), shared) })
     }
 
-    /// Handles one request exactly as the server would.
-    pub async fn call<B: service::RequestBody>(&self, req: hyper::Request<B>) -> hyper::Response<MockBody> {
-        match service::handle(self.state.clone(), req).await {
-            Ok(resp) => resp,
-            Err(never) => match never {},
-        }
+    /// Handles one request exactly as the server would (`Err` where the server would drop the
+    /// connection).
+    pub async fn call<B: RequestBody>(&self, req: hyper::Request<B>) -> Outcome {
+        service::handle(self.state.clone(), None, req).await
     }
 
     /// The attempt records still in memory.
@@ -261,6 +310,15 @@ impl MockUpstreamBuilder {
         self
     }
 
+    /// Adds a fault to the timeline (its `start` counts from when the mock starts), e.g.
+    /// `.fault(Fault::latency(3.0).after(Duration::from_secs(10)))`.
+    pub fn fault(mut self, fault: Fault) -> Self {
+        let position = self.options.faults.len();
+        let name = fault.envelope().name.map_or_else(|| Timeline::default_name(&fault, position), str::to_string);
+        self.options.faults.push(NamedFault { name, fault });
+        self
+    }
+
     /// Binds and starts serving.
     pub async fn start(self) -> Result<MockUpstream, MockError> {
         let upstream = Upstream { name: self.name, listen: Some(self.listen), profile: self.profile };
@@ -275,12 +333,16 @@ impl MockUpstreamBuilder {
 pub struct MockPool {
     shared: Arc<Shared>,
     upstreams: Vec<MockUpstream>,
+    admin: Option<(SocketAddr, watch::Sender<bool>)>,
 }
 
 impl MockPool {
     /// Binds every upstream (in order) and starts serving.
     pub async fn start(upstreams: &[Upstream], options: MockOptions) -> Result<Self, MockError> {
-        let shared = Arc::new(Shared::new(&options)?);
+        let names = upstreams.iter().map(|u| u.name.clone()).collect();
+        let shared = Arc::new(Shared::new(&options, names)?);
+        shared.timeline.add(options.faults.clone(), 0)?;
+        tokio::spawn(expiry::run(Arc::downgrade(&shared)));
         let mut started: Vec<MockUpstream> = Vec::with_capacity(upstreams.len());
         for u in upstreams {
             if started.iter().any(|s| s.name() == u.name) {
@@ -291,12 +353,16 @@ impl MockPool {
                 server::bind(addr).await.map_err(|source| MockError::Bind { name: u.name.clone(), addr, source })?;
             let bound =
                 listener.local_addr().map_err(|source| MockError::Bind { name: u.name.clone(), addr, source })?;
-            let state = UpstreamState::new(&u.name, u.profile.clone(), shared.clone());
+            let state = UpstreamState::new(&u.name, Some(bound), u.profile.clone(), shared.clone());
             let (stop, stop_rx) = watch::channel(false);
-            let task = tokio::spawn(server::serve(listener, state.clone(), stop_rx, options.grace));
+            let task = tokio::spawn(server::serve(listener, bound, state.clone(), stop_rx, options.grace));
             started.push(MockUpstream { addr: bound, state, stop, task: Mutex::new(Some(task)) });
         }
-        Ok(Self { shared, upstreams: started })
+        let admin = match options.admin {
+            Some(addr) => Some(start_admin(addr, options.admin_token.clone(), &shared).await?),
+            None => None,
+        };
+        Ok(Self { shared, upstreams: started, admin })
     }
 
     /// The upstreams, in the order given.
@@ -319,8 +385,36 @@ impl MockPool {
         self.shared.metrics.encode()
     }
 
+    /// The fault timeline in force.
+    pub fn faults(&self) -> Arc<Timeline> {
+        self.shared.timeline.snapshot()
+    }
+
+    /// Adds faults whose `start` counts from now.
+    pub fn add_faults(&self, faults: Vec<NamedFault>) -> Result<Vec<Arc<Entry>>, TimelineError> {
+        self.shared.timeline.add(faults, self.shared.clock.now_us())
+    }
+
+    /// Removes the fault called `name`.
+    pub fn remove_fault(&self, name: &str) -> Result<(), TimelineError> {
+        self.shared.timeline.remove(name).map(|_| ())
+    }
+
+    /// The control API's origin, when it is served.
+    pub fn admin_uri(&self) -> Option<String> {
+        self.admin.as_ref().map(|(addr, _)| format!("http://{addr}"))
+    }
+
+    /// Fault events so far (expiries, flushes, outages), oldest first.
+    pub fn events(&self) -> Vec<Event> {
+        self.shared.events.snapshot()
+    }
+
     /// Stops every upstream, then flushes and closes the attempt log file.
     pub async fn shutdown(self) -> Result<(), MockError> {
+        if let Some((_, stop)) = &self.admin {
+            let _ = stop.send(true);
+        }
         for u in &self.upstreams {
             let _ = u.stop.send(true);
         }
@@ -330,4 +424,21 @@ impl MockPool {
         drop(self.upstreams);
         self.shared.attempts.close().map_err(|source| MockError::AttemptLog { path: PathBuf::new(), source })
     }
+}
+
+async fn start_admin(
+    addr: SocketAddr,
+    token: Option<String>,
+    shared: &Arc<Shared>,
+) -> Result<(SocketAddr, watch::Sender<bool>), MockError> {
+    admin::check_exposure(addr, token.as_deref()).map_err(|e| MockError::Bind {
+        name: "admin".into(),
+        addr,
+        source: std::io::Error::new(std::io::ErrorKind::PermissionDenied, e),
+    })?;
+    let listener = server::bind(addr).await.map_err(|source| MockError::Bind { name: "admin".into(), addr, source })?;
+    let bound = listener.local_addr().map_err(|source| MockError::Bind { name: "admin".into(), addr, source })?;
+    let (stop, stop_rx) = watch::channel(false);
+    tokio::spawn(admin::serve(listener, shared.clone(), token, stop_rx));
+    Ok((bound, stop))
 }

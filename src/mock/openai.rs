@@ -60,6 +60,21 @@ pub fn exact(out: Vec<u8>) -> Bytes {
     Bytes::from(out.into_boxed_slice())
 }
 
+/// A completion that is valid JSON but has no `choices` (`malformed` with `wrong_schema`).
+pub fn wrong_schema_completion(id: &str, created: u64, model: &str, words: Words, tokens: u32) -> Bytes {
+    let mut out = Vec::with_capacity(160 + tokens as usize * 9);
+    out.extend_from_slice(b"{\"id\":\"");
+    out.extend_from_slice(id.as_bytes());
+    out.extend_from_slice(b"\",\"object\":\"chat.completion\",\"created\":");
+    push_u64(&mut out, created);
+    out.extend_from_slice(b",\"model\":");
+    push_json_str(&mut out, model);
+    out.extend_from_slice(b",\"output_text\":\"");
+    words.write_to(tokens, &mut out);
+    out.extend_from_slice(b"\"}");
+    exact(out)
+}
+
 fn push_usage(out: &mut Vec<u8>, u: Usage) {
     out.extend_from_slice(b"{\"prompt_tokens\":");
     push_u64(out, u64::from(u.prompt_tokens));
@@ -122,6 +137,19 @@ impl ChunkFrame {
         out.extend_from_slice(self.suffix.as_bytes());
     }
 
+    /// A chunk that is valid JSON but has no `choices`: the text sits in a field clients do not
+    /// know (`malformed` with `wrong_schema`).
+    pub fn wrong_schema_token(&self, out: &mut Vec<u8>, token: Token) {
+        let head = self.prefix.strip_suffix("\"choices\":[").unwrap_or(&self.prefix);
+        out.extend_from_slice(head.as_bytes());
+        out.extend_from_slice(b"\"output_text\":\"");
+        if token.leading_space {
+            out.push(b' ');
+        }
+        out.extend_from_slice(token.word.as_bytes());
+        out.extend_from_slice(b"\"}\n\n");
+    }
+
     /// The finish chunk, the usage chunk if asked for, and `[DONE]`.
     pub fn close(&self, out: &mut Vec<u8>, finish_reason: &str, usage: Option<Usage>) {
         self.choice(out, "{}", &format!("\"{finish_reason}\""));
@@ -175,6 +203,19 @@ mod tests {
         assert_eq!(v["choices"][0]["message"]["content"], Words::new(1, 2).text(3));
         assert_eq!(v["usage"]["total_tokens"], 7);
         assert_eq!(v["object"], "chat.completion");
+    }
+
+    #[test]
+    fn wrong_schema_chunks_are_json_without_choices() {
+        let f = ChunkFrame::new("chatcmpl-1", 7, "m", false);
+        let mut out = Vec::new();
+        f.wrong_schema_token(&mut out, Token { word: "hi", leading_space: true });
+        let ev = events(&out);
+        assert_eq!(ev[0]["output_text"], " hi");
+        assert!(ev[0].get("choices").is_none());
+        let body = wrong_schema_completion("c", 1, "m", Words::new(1, 1), 2);
+        let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert!(v.get("choices").is_none() && v["output_text"].is_string());
     }
 
     #[test]

@@ -30,6 +30,16 @@ pub enum Api {
 }
 
 impl Api {
+    /// The canonical path (what fault `match.path` compares against).
+    pub fn path(self) -> &'static str {
+        match self {
+            Self::Chat => "/v1/chat/completions",
+            Self::Messages => "/v1/messages",
+            Self::Embeddings => "/v1/embeddings",
+            Self::Other => "",
+        }
+    }
+
     /// Label value for metrics.
     pub fn as_str(self) -> &'static str {
         match self {

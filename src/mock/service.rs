@@ -1,33 +1,39 @@
-//! The request path of a mock upstream: route, read, parse, rate-limit, queue for a slot,
-//! then answer on the latency plan's schedule.
+//! The request path of a mock upstream: route, read, record, then hand the request to
+//! `answer` (which parses it, asks the fault timeline, rate-limits, queues and answers).
 //!
 //! This is the hot path. It takes no lock while waiting, sleeps only in timers, and leaves
 //! recording to [`AttemptGuard`], which writes one attempt record when the response ends.
 
-use std::convert::Infallible;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
-use std::time::{Instant, SystemTime};
+use std::time::Instant;
 
 use bytes::Bytes;
 use http_body::Body;
 use http_body_util::{BodyExt, Limited};
-use hyper::header::{CACHE_CONTROL, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue, RETRY_AFTER};
+use hyper::header::{CONTENT_TYPE, HeaderMap, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
 
+use super::answer::{self, json, refuse};
 use super::attempts::{Attempt, AttemptLog, Decision};
-use super::body::{Framing, MockBody, TokenStream};
+use super::body::{Abort, MockBody};
 use super::capacity::{Admission, Slots};
-use super::content::Words;
-use super::latency::{LatencyModel, Plan};
+use super::conn::ConnCtl;
+use super::events::EventLog;
+use super::latency::LatencyModel;
 use super::metrics::{Metrics, UpstreamMetrics};
+use super::openai;
 use super::provider_error::{Flavor, ProviderError};
-use super::rate_limit::{BucketView, Limited as LimitedBy, RateDecision, RateLimiter, reset_text};
-use super::request::{self, Api, ChatRequest};
-use super::{anthropic, embeddings, openai};
+use super::rate_limit::{Limited as LimitedBy, RateDecision, RateLimiter, reset_text};
+use super::request::Api;
+use super::timeline::LiveTimeline;
 use crate::clock::Clock;
+use crate::faults::{Entry, RateOverride, RequestFacts, Verdict, effective_limit};
 use crate::scenario::{Overflow, Profile};
-use crate::seed::{mix, rng_for, stream_key};
+use crate::seed::{rng_for, stream_key};
+
+/// Keeps the fault RNG stream apart from the latency-plan stream of the same request.
+const FAULT_STREAM: u64 = 0xFA_0175;
 
 /// State shared by every upstream of one mock process.
 #[derive(Debug)]
@@ -35,22 +41,50 @@ pub(crate) struct Shared {
     pub clock: Clock,
     pub seed: u64,
     pub attempts: AttemptLog,
+    pub events: EventLog,
+    pub timeline: LiveTimeline,
     pub metrics: Arc<Metrics>,
     pub upstreams: Mutex<Vec<Weak<UpstreamState>>>,
 }
 
 impl Shared {
-    pub(crate) fn new(options: &super::MockOptions) -> Result<Self, super::MockError> {
+    pub(crate) fn new(options: &super::MockOptions, upstreams: Vec<String>) -> Result<Self, super::MockError> {
         let attempts = AttemptLog::new(options.attempt_ring, options.attempt_log.as_deref()).map_err(|source| {
             super::MockError::AttemptLog { path: options.attempt_log.clone().unwrap_or_default(), source }
+        })?;
+        let events = EventLog::new(10_000, options.event_log.as_deref()).map_err(|source| {
+            super::MockError::AttemptLog { path: options.event_log.clone().unwrap_or_default(), source }
         })?;
         Ok(Self {
             clock: options.clock,
             seed: options.seed,
             attempts,
+            events,
+            timeline: LiveTimeline::new(upstreams),
             metrics: Arc::new(Metrics::new()),
             upstreams: Mutex::new(Vec::new()),
         })
+    }
+
+    /// The Prometheus text, with scrape-time gauges (queues, slots, fault hits) brought up to date.
+    pub(crate) fn scrape(&self) -> String {
+        for u in self.live_upstreams() {
+            u.metrics.queue_depth.set(i64::from(u.slots.queued()));
+            u.metrics.busy_slots.set(i64::from(u.slots.busy()));
+        }
+        let timeline = self.timeline.snapshot();
+        self.metrics.fault_hits(
+            timeline
+                .entries()
+                .iter()
+                .map(|e| (e.name.to_string(), e.fault.kind().to_string(), e.hits.load(Ordering::Relaxed))),
+        );
+        self.metrics.encode()
+    }
+
+    /// Every upstream still alive.
+    pub(crate) fn live_upstreams(&self) -> Vec<Arc<UpstreamState>> {
+        self.upstreams.lock().unwrap_or_else(|e| e.into_inner()).iter().filter_map(Weak::upgrade).collect()
     }
 }
 
@@ -58,6 +92,8 @@ impl Shared {
 #[derive(Debug)]
 pub(crate) struct UpstreamState {
     pub name: Arc<str>,
+    /// Where it listens (`None` when called in-process).
+    pub addr: Option<std::net::SocketAddr>,
     pub stream_key: u64,
     pub profile: Profile,
     pub latency: LatencyModel,
@@ -66,14 +102,24 @@ pub(crate) struct UpstreamState {
     pub arrivals: AtomicU64,
     pub metrics: UpstreamMetrics,
     pub shared: Arc<Shared>,
+    /// The listener is closed by an outage.
+    pub down: AtomicBool,
+    /// The `Expires` header of the current correlated-expiry instant, formatted once.
+    pub expires: Mutex<Option<(u64, HeaderValue)>>,
     /// A placeholder swapped into a guard's slot when its record goes to the log.
     blank: Arc<Attempt>,
 }
 
 impl UpstreamState {
-    pub(crate) fn new(name: &str, profile: Profile, shared: Arc<Shared>) -> Arc<Self> {
+    pub(crate) fn new(
+        name: &str,
+        addr: Option<std::net::SocketAddr>,
+        profile: Profile,
+        shared: Arc<Shared>,
+    ) -> Arc<Self> {
         let state = Arc::new(Self {
             name: name.into(),
+            addr,
             stream_key: stream_key(name),
             latency: LatencyModel::new(&profile.latency),
             slots: Slots::new(profile.capacity.slots, profile.capacity.queue),
@@ -82,10 +128,22 @@ impl UpstreamState {
             metrics: shared.metrics.upstream(name),
             profile,
             shared: shared.clone(),
+            down: AtomicBool::new(false),
+            expires: Mutex::new(None),
             blank: Arc::new(Attempt::default()),
         });
         shared.upstreams.lock().unwrap_or_else(|e| e.into_inner()).push(Arc::downgrade(&state));
         state
+    }
+
+    /// What the fault timeline (and a per-request fault, if any) decides for a request.
+    pub(crate) fn decide(&self, facts: &RequestFacts<'_>, t_us: u64, index: u64, extra: Option<&Entry>) -> Verdict {
+        let timeline = self.shared.timeline.snapshot();
+        if timeline.entries().is_empty() && extra.is_none() {
+            return Verdict::default();
+        }
+        let mut rng = rng_for(self.shared.seed, self.stream_key ^ FAULT_STREAM, index);
+        timeline.decide(facts, t_us, &mut rng, extra)
     }
 }
 
@@ -100,33 +158,71 @@ pub(crate) struct AttemptGuard {
     finished: bool,
 }
 
-impl AttemptGuard {
-    fn new(state: &Arc<UpstreamState>, arrival: Instant, api: Api, headers: &HeaderMap) -> Self {
+/// What the request head says, gathered in one pass over the headers.
+pub(crate) struct Head {
+    pub guard: AttemptGuard,
+    pub declared_length: Option<u64>,
+    pub fault_header: Option<HeaderValue>,
+}
+
+impl Head {
+    /// Starts the attempt record of a request and gathers what its head says.
+    fn read(state: &Arc<UpstreamState>, arrival: Instant, api: Api, headers: &HeaderMap) -> Self {
         let index = state.arrivals.fetch_add(1, Ordering::Relaxed);
         let mut a = Attempt::arrived(state.name.clone(), index, state.shared.clock.us_at(arrival), api);
+        let (mut declared_length, mut fault_header) = (None, None);
         // One pass over the (few) headers rather than a hashed lookup per name.
         for (name, value) in headers {
             match name.as_str() {
+                "content-length" => declared_length = value.to_str().ok().and_then(|v| v.parse().ok()),
                 "x-chaos-request-id" => a.request_id = header_text(value),
                 "x-request-id" => a.x_request_id = header_text(value),
                 "x-stainless-retry-count" => a.stainless_retry_count = header_number(value),
                 "x-envoy-attempt-count" => a.envoy_attempt_count = header_number(value),
                 "x-chaos-attempt" => a.chaos_attempt = header_number(value),
+                "x-chaos-fault" => fault_header = Some(value.clone()),
                 _ => {}
             }
         }
         state.metrics.request(api);
         state.metrics.in_flight.inc();
-        Self { state: state.clone(), arrival, attempt: Arc::new(a), finished: false }
+        let guard = AttemptGuard { state: state.clone(), arrival, attempt: Arc::new(a), finished: false };
+        Self { guard, declared_length, fault_header }
     }
+}
 
-    fn attempt(&mut self) -> &mut Attempt {
+impl AttemptGuard {
+    pub(crate) fn attempt(&mut self) -> &mut Attempt {
         // The guard holds the only reference until it drops, so this never clones.
         Arc::make_mut(&mut self.attempt)
     }
 
-    fn index(&self) -> u64 {
+    pub(crate) fn index(&self) -> u64 {
         self.attempt.index
+    }
+
+    pub(crate) fn t_us(&self) -> u64 {
+        self.attempt.t_us
+    }
+
+    pub(crate) fn state(&self) -> &Arc<UpstreamState> {
+        &self.state
+    }
+
+    /// Records what the request turned into.
+    pub(crate) fn decided(&mut self, decision: Decision, status: u16) {
+        let a = self.attempt();
+        a.decision = decision;
+        a.status = status;
+    }
+
+    /// Records which faults applied.
+    pub(crate) fn note(&mut self, verdict: &mut Verdict) {
+        if !verdict.is_clean() {
+            let a = self.attempt();
+            a.faults = std::mem::take(&mut verdict.applied);
+            a.cache_expires_us = verdict.cache_expires_us;
+        }
     }
 
     pub(crate) fn first_token(&mut self, at: Instant) {
@@ -137,6 +233,7 @@ impl AttemptGuard {
         }
     }
 
+    /// The response ended as the mock meant it to (not because the client left).
     pub(crate) fn finish(&mut self) {
         self.finished = true;
     }
@@ -146,9 +243,13 @@ impl Drop for AttemptGuard {
     fn drop(&mut self) {
         let duration_us = micros_between(self.arrival, Instant::now());
         let finished = self.finished;
+        let outage = !finished && self.state.down.load(Ordering::Relaxed);
         let a = self.attempt();
         a.duration_us = duration_us;
-        a.client_disconnected = !finished;
+        a.client_disconnected = !finished && !outage;
+        if outage {
+            a.decision = Decision::Outage;
+        }
         let (status, ttft_us) = (a.status, a.ttft_us);
         let m = &self.state.metrics;
         m.in_flight.dec();
@@ -158,7 +259,7 @@ impl Drop for AttemptGuard {
     }
 }
 
-fn micros_between(from: Instant, to: Instant) -> u64 {
+pub(crate) fn micros_between(from: Instant, to: Instant) -> u64 {
     u64::try_from(to.saturating_duration_since(from).as_micros()).unwrap_or(u64::MAX)
 }
 
@@ -175,6 +276,7 @@ enum Route {
     Models,
     Metrics,
     Attempts,
+    Events,
     WrongMethod(Api),
     NotFound,
 }
@@ -187,6 +289,7 @@ fn route(method: &Method, path: &str) -> Route {
         "/v1/models" | "/models" if method == Method::GET => return Route::Models,
         "/metrics" if method == Method::GET => return Route::Metrics,
         "/_chaos/attempts" if method == Method::GET => return Route::Attempts,
+        "/_chaos/events" if method == Method::GET => return Route::Events,
         _ => return Route::NotFound,
     };
     if method == Method::POST { Route::Api(api) } else { Route::WrongMethod(api) }
@@ -198,31 +301,30 @@ pub trait RequestBody: Body<Data = Bytes, Error: Into<Box<dyn std::error::Error 
 
 impl<B> RequestBody for B where B: Body<Data = Bytes, Error: Into<Box<dyn std::error::Error + Send + Sync>>> + Send {}
 
-/// Handles one request.
+/// The outcome of one request: a response, or a connection torn down by a fault.
+pub type Outcome = Result<Response<MockBody>, Abort>;
+
+/// Handles one request arriving on a connection controlled by `conn` (none in-process).
 ///
 /// A plain function returning a future, not an `async fn`: the request head is only needed
 /// synchronously, and an `async fn` would keep room for its `Request` argument in the state
 /// machine (allocated per request) for the whole response.
 pub(crate) fn handle<B: RequestBody>(
     state: Arc<UpstreamState>,
+    conn: Option<Arc<ConnCtl>>,
     req: Request<B>,
-) -> impl Future<Output = Result<Response<MockBody>, Infallible>> + Send {
+) -> impl Future<Output = Outcome> + Send {
     let arrival = Instant::now();
     let (parts, body) = req.into_parts();
     let prepared = match route(&parts.method, parts.uri.path()) {
-        Route::Api(api) => {
-            let guard = AttemptGuard::new(&state, arrival, api, &parts.headers);
-            let declared =
-                parts.headers.get(hyper::header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
-            Ok((api, guard, declared))
-        }
+        Route::Api(api) => Ok((api, Head::read(&state, arrival, api, &parts.headers))),
         other => Err(serve_other(&state, other, &parts, arrival)),
     };
     async move {
-        Ok(match prepared {
-            Ok((api, guard, declared)) => serve_api(&state, api, guard, body, declared).await,
-            Err(response) => response,
-        })
+        match prepared {
+            Ok((api, head)) => serve_api(api, head, body, conn).await,
+            Err(response) => Ok(response),
+        }
     }
 }
 
@@ -240,44 +342,37 @@ fn serve_other(
         }
         Route::Metrics => metrics(state),
         Route::Attempts => attempts(state, parts.uri.query()),
+        Route::Events => ndjson(state.shared.events.snapshot().iter()),
         Route::WrongMethod(api) => {
-            let mut guard = AttemptGuard::new(state, arrival, api, &parts.headers);
+            let mut guard = Head::read(state, arrival, api, &parts.headers).guard;
             let msg = format!("Method {method} not allowed for {path}");
             refuse(&mut guard, Decision::MethodNotAllowed, ProviderError::new(405, msg), api.into())
         }
         Route::NotFound | Route::Api(_) => {
-            let mut guard = AttemptGuard::new(state, arrival, Api::Other, &parts.headers);
+            let mut guard = Head::read(state, arrival, Api::Other, &parts.headers).guard;
             let msg = format!("Unknown request URL: {method} {path}. Please check the URL for typos.");
             refuse(&mut guard, Decision::NotFound, ProviderError::new(404, msg), Flavor::OpenAi)
         }
     }
 }
 
-async fn serve_api<B: RequestBody>(
-    state: &Arc<UpstreamState>,
-    api: Api,
-    mut guard: AttemptGuard,
-    body: B,
-    declared_length: Option<u64>,
-) -> Response<MockBody> {
+async fn serve_api<B: RequestBody>(api: Api, head: Head, body: B, conn: Option<Arc<ConnCtl>>) -> Outcome {
+    let Head { mut guard, declared_length, fault_header } = head;
     let flavor = Flavor::from(api);
-    let limit = state.profile.max_body_bytes;
+    let limit = guard.state().profile.max_body_bytes;
     let body = match read_body(body, declared_length, limit).await {
         Ok(b) => b,
         Err(BodyError::TooLarge) => {
             let msg = format!("Request body too large: the limit is {limit} bytes.");
             let err = ProviderError::new(413, msg).kind("invalid_request_error", Some("request_too_large"));
-            return refuse(&mut guard, Decision::TooLarge, err, flavor);
+            return Ok(refuse(&mut guard, Decision::TooLarge, err, flavor));
         }
         Err(BodyError::Read) => {
             let err = ProviderError::new(400, "Could not read the request body.");
-            return refuse(&mut guard, Decision::BadRequest, err, flavor);
+            return Ok(refuse(&mut guard, Decision::BadRequest, err, flavor));
         }
     };
-    match api {
-        Api::Embeddings => serve_embeddings(state, guard, &body).await,
-        _ => serve_chat(state, guard, api, &body).await,
-    }
+    answer::serve(api, guard, &body, conn, fault_header).await
 }
 
 enum BodyError {
@@ -299,113 +394,38 @@ async fn read_body<B: RequestBody>(body: B, declared: Option<u64>, limit: u64) -
     }
 }
 
-async fn serve_chat(state: &Arc<UpstreamState>, mut guard: AttemptGuard, api: Api, body: &[u8]) -> Response<MockBody> {
-    let flavor = Flavor::from(api);
-    let req = match request::parse_chat(body, api) {
-        Ok(r) => r,
-        Err(bad) => {
-            let err = ProviderError::new(400, bad.message).param(bad.param);
-            return refuse(&mut guard, Decision::BadRequest, err, flavor);
-        }
-    };
-    {
-        let a = guard.attempt();
-        a.marker_id.clone_from(&req.marker);
-        a.prompt_hash = Some(req.prompt_hash);
-        a.model = Some(req.model.clone());
-        a.stream = req.stream;
-    }
-    let index = guard.index();
-    let plan = state.latency.plan(&mut rng_for(state.shared.seed, state.stream_key, index), req.max_tokens);
-    guard.attempt().output_tokens = plan.output_tokens;
-    let (permit, limits) =
-        match admit(state, &mut guard, flavor, req.prompt_tokens.saturating_add(plan.output_tokens)).await {
-            Ok(admitted) => admitted,
-            Err(response) => return response,
-        };
-    let t0 = Instant::now();
-    let capped = req.max_tokens.is_some_and(|m| plan.output_tokens >= m);
-    let ids = ResponseIds::new(state, index, t0);
-    let words = Words::new(state.shared.seed, req.prompt_hash);
-    if req.stream {
-        let framing = match api {
-            Api::Messages => {
-                Framing::Anthropic { frame: anthropic::EventFrame::new(&ids.id(api), &req.model, req.prompt_tokens) }
-            }
-            _ => Framing::OpenAi {
-                frame: openai::ChunkFrame::new(&ids.id(api), ids.created, &req.model, req.include_usage),
-                usage: req.include_usage.then(|| openai::Usage::new(req.prompt_tokens, plan.output_tokens)),
-            },
-        };
-        let mut resp =
-            Response::new(MockBody::stream(TokenStream::new(framing, words, plan, t0, capped), guard, permit));
-        sse_headers(resp.headers_mut());
-        finish_headers(resp.headers_mut(), flavor, &ids, limits.as_ref());
-        return resp;
-    }
-    pause(t0, plan.generation()).await;
-    guard.first_token(t0 + plan.ttft);
-    drop(permit);
-    let body = complete_body(&req, &ids, api, &plan, words, capped);
-    let mut resp = json(StatusCode::OK, body, Some(guard));
-    finish_headers(resp.headers_mut(), flavor, &ids, limits.as_ref());
-    resp
-}
-
-fn complete_body(req: &ChatRequest, ids: &ResponseIds, api: Api, plan: &Plan, words: Words, capped: bool) -> Bytes {
-    let id = ids.id_bytes(api);
-    match api {
-        Api::Messages => anthropic::message(&id, &req.model, words, capped, req.prompt_tokens, plan.output_tokens),
-        _ => {
-            let finish = if capped { "length" } else { "stop" };
-            let usage = openai::Usage::new(req.prompt_tokens, plan.output_tokens);
-            openai::completion(&id, ids.created, &req.model, words, plan.output_tokens, finish, usage)
-        }
-    }
-}
-
-async fn serve_embeddings(state: &Arc<UpstreamState>, mut guard: AttemptGuard, body: &[u8]) -> Response<MockBody> {
-    let req = match request::parse_embeddings(body) {
-        Ok(r) => r,
-        Err(bad) => {
-            let err = ProviderError::new(400, bad.message).param(bad.param);
-            return refuse(&mut guard, Decision::BadRequest, err, Flavor::OpenAi);
-        }
-    };
-    guard.attempt().model = Some(Arc::from(req.model.as_ref()));
-    let index = guard.index();
-    let plan = state.latency.plan(&mut rng_for(state.shared.seed, state.stream_key, index), Some(1));
-    let tokens: u32 = req.inputs.iter().map(|t| t.len().div_ceil(4) as u32).sum();
-    let (permit, limits) = match admit(state, &mut guard, Flavor::OpenAi, tokens).await {
-        Ok(admitted) => admitted,
-        Err(response) => return response,
-    };
-    pause(Instant::now(), plan.ttft).await;
-    drop(permit);
-    let ids = ResponseIds::new(state, index, Instant::now());
-    let mut resp = json(StatusCode::OK, embeddings::response(state.shared.seed, &req), Some(guard));
-    finish_headers(resp.headers_mut(), Flavor::OpenAi, &ids, limits.as_ref());
-    resp
-}
-
 /// Sleeps until `from + wait`, without touching the timer wheel (or the clock) when there is
 /// nothing to wait for: the zero-latency profile answers every request that way.
-async fn pause(from: Instant, wait: std::time::Duration) {
+pub(crate) async fn pause(from: Instant, wait: std::time::Duration) {
     if !wait.is_zero() {
         tokio::time::sleep_until((from + wait).into()).await;
     }
 }
 
-type Admitted = (Option<tokio::sync::OwnedSemaphorePermit>, Option<RateDecision>);
+pub(crate) type Admitted = (Option<tokio::sync::OwnedSemaphorePermit>, Option<RateDecision>);
+
+/// The limit in force: the profile's, lowered by any `rate_limit` fault (the lowest wins).
+fn limit_in_force(
+    base: Option<u32>,
+    overrides: &[RateOverride],
+    pick: fn(&RateOverride) -> Option<u32>,
+) -> Option<u32> {
+    overrides.iter().filter_map(|o| pick(o).map(|t| effective_limit(base, t, o.strength))).min().or(base)
+}
 
 /// Rate limits, then a slot: the two ways a provider refuses work before generating.
-async fn admit(
-    state: &Arc<UpstreamState>,
+pub(crate) async fn admit(
     guard: &mut AttemptGuard,
     flavor: Flavor,
     tokens: u32,
+    overrides: &[RateOverride],
 ) -> Result<Admitted, Response<MockBody>> {
-    let limits = (!state.limiter.is_unlimited()).then(|| state.limiter.check(state.shared.clock.now_us(), tokens));
+    let state = guard.state().clone();
+    let base = state.limiter.base();
+    let rpm = limit_in_force(base.rpm, overrides, |o| o.rpm);
+    let tpm = limit_in_force(base.tpm, overrides, |o| o.tpm);
+    let limits =
+        (rpm.is_some() || tpm.is_some()).then(|| state.limiter.check(state.shared.clock.now_us(), tokens, rpm, tpm));
     if let Some((which, wait)) = limits.and_then(|l| l.refused) {
         let (kind, what) = match which {
             LimitedBy::Requests => ("requests", "requests per min (RPM)"),
@@ -418,8 +438,8 @@ async fn admit(
         );
         let err = ProviderError::new(429, msg).kind(kind, Some("rate_limit_exceeded"));
         let mut resp = refuse(guard, Decision::RateLimited, err, flavor);
-        retry_after(resp.headers_mut(), guard, wait);
-        rate_headers(resp.headers_mut(), flavor, limits.as_ref());
+        answer::retry_after(resp.headers_mut(), guard, wait);
+        answer::rate_headers(resp.headers_mut(), flavor, limits.as_ref());
         return Err(resp);
     }
     match state.slots.admit().await {
@@ -436,148 +456,15 @@ async fn admit(
             };
             let mut resp = refuse(guard, Decision::Overflow, ProviderError::new(overflow.status(), msg), flavor);
             if overflow == Overflow::TooManyRequests {
-                retry_after(resp.headers_mut(), guard, std::time::Duration::from_secs(1));
+                answer::retry_after(resp.headers_mut(), guard, std::time::Duration::from_secs(1));
             }
             Err(resp)
         }
     }
 }
 
-/// Response ids derived from (seed, upstream, arrival index), so reruns produce the same ids.
-struct ResponseIds {
-    n: u64,
-    created: u64,
-}
-
-impl ResponseIds {
-    fn new(state: &UpstreamState, index: u64, at: Instant) -> Self {
-        Self { n: mix(state.shared.seed, state.stream_key, index), created: state.shared.clock.unix_secs_at(at) }
-    }
-
-    /// `chatcmpl-…` or `msg_…`.
-    fn id(&self, api: Api) -> String {
-        self.id_bytes(api).to_string()
-    }
-
-    /// The id without allocating: `chatcmpl-` + 16 hex digits, or `msg_` + 16 hex digits.
-    fn id_bytes(&self, api: Api) -> IdText {
-        let mut text = IdText { bytes: *b"chatcmpl-0000000000000000", start: 0 };
-        if api == Api::Messages {
-            text.start = 5;
-            text.bytes[5..9].copy_from_slice(b"msg_");
-        }
-        text.bytes[9..].copy_from_slice(&hex16(self.n));
-        text
-    }
-
-    /// The `x-request-id` / `request-id` header value `req_…`.
-    fn request_header(&self) -> Option<HeaderValue> {
-        let mut text = *b"req_0000000000000000";
-        text[4..].copy_from_slice(&hex16(self.n));
-        HeaderValue::from_bytes(&text).ok()
-    }
-}
-
-fn hex16(n: u64) -> [u8; 16] {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    std::array::from_fn(|i| DIGITS[((n >> ((15 - i) * 4)) & 0xf) as usize])
-}
-
-/// A response id on the stack.
-struct IdText {
-    bytes: [u8; 25],
-    start: usize,
-}
-
-impl std::ops::Deref for IdText {
-    type Target = str;
-
-    fn deref(&self) -> &str {
-        // Only ASCII is ever written into `bytes`.
-        std::str::from_utf8(&self.bytes[self.start..]).unwrap_or_default()
-    }
-}
-
-fn refuse(guard: &mut AttemptGuard, decision: Decision, err: ProviderError, flavor: Flavor) -> Response<MockBody> {
-    let a = guard.attempt();
-    a.decision = decision;
-    a.status = err.status;
-    let status = StatusCode::from_u16(err.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    // Refusals are recorded when the caller returns and drops the guard, just before sending.
-    let mut resp = Response::new(MockBody::full(err.body(flavor), None));
-    *resp.status_mut() = status;
-    resp.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    guard.finish();
-    resp
-}
-
-fn retry_after(headers: &mut HeaderMap, guard: &mut AttemptGuard, wait: std::time::Duration) {
-    let ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX).max(1);
-    guard.attempt().retry_after_ms = Some(ms);
-    headers.insert(RETRY_AFTER, HeaderValue::from(ms.div_ceil(1000)));
-    headers.insert(HeaderName::from_static("retry-after-ms"), HeaderValue::from(ms));
-}
-
-fn json(status: StatusCode, body: Bytes, guard: Option<AttemptGuard>) -> Response<MockBody> {
-    let mut resp = Response::new(MockBody::full(body, guard));
-    *resp.status_mut() = status;
-    resp.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    resp
-}
-
-fn sse_headers(h: &mut HeaderMap) {
-    h.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream; charset=utf-8"));
-    h.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-}
-
-fn finish_headers(h: &mut HeaderMap, flavor: Flavor, ids: &ResponseIds, limits: Option<&RateDecision>) {
-    let name = match flavor {
-        Flavor::OpenAi => "x-request-id",
-        Flavor::Anthropic => "request-id",
-    };
-    if let Some(v) = ids.request_header() {
-        h.insert(HeaderName::from_static(name), v);
-    }
-    rate_headers(h, flavor, limits);
-}
-
-fn rate_headers(h: &mut HeaderMap, flavor: Flavor, limits: Option<&RateDecision>) {
-    let Some(d) = limits else { return };
-    let mut put = |kind: &str, view: Option<BucketView>| {
-        let Some(v) = view else { return };
-        let (limit, remaining, reset) = match flavor {
-            Flavor::OpenAi => (
-                format!("x-ratelimit-limit-{kind}"),
-                format!("x-ratelimit-remaining-{kind}"),
-                (format!("x-ratelimit-reset-{kind}"), reset_text(v.reset)),
-            ),
-            Flavor::Anthropic => (
-                format!("anthropic-ratelimit-{kind}-limit"),
-                format!("anthropic-ratelimit-{kind}-remaining"),
-                (
-                    format!("anthropic-ratelimit-{kind}-reset"),
-                    humantime::format_rfc3339_seconds(SystemTime::now() + v.reset).to_string(),
-                ),
-            ),
-        };
-        for (n, value) in [(limit, v.limit.to_string()), (remaining, v.remaining.to_string()), reset] {
-            if let (Ok(n), Ok(value)) = (HeaderName::try_from(n), HeaderValue::try_from(value)) {
-                h.insert(n, value);
-            }
-        }
-    };
-    put("requests", d.requests);
-    put("tokens", d.tokens);
-}
-
 fn metrics(state: &UpstreamState) -> Response<MockBody> {
-    let upstreams: Vec<Arc<UpstreamState>> =
-        state.shared.upstreams.lock().unwrap_or_else(|e| e.into_inner()).iter().filter_map(Weak::upgrade).collect();
-    for u in &upstreams {
-        u.metrics.queue_depth.set(i64::from(u.slots.queued()));
-        u.metrics.busy_slots.set(i64::from(u.slots.busy()));
-    }
-    let mut resp = Response::new(MockBody::full(Bytes::from(state.shared.metrics.encode()), None));
+    let mut resp = Response::new(MockBody::full(Bytes::from(state.shared.scrape()), None));
     resp.headers_mut()
         .insert(CONTENT_TYPE, HeaderValue::from_static("application/openmetrics-text; version=1.0.0; charset=utf-8"));
     resp
@@ -585,12 +472,16 @@ fn metrics(state: &UpstreamState) -> Response<MockBody> {
 
 fn attempts(state: &UpstreamState, query: Option<&str>) -> Response<MockBody> {
     let only = query.and_then(|q| q.split('&').find_map(|kv| kv.strip_prefix("upstream=")));
+    let records = state.shared.attempts.snapshot();
+    ndjson(records.iter().map(|a| &**a).filter(|a| only.is_none_or(|u| *a.upstream == *u)))
+}
+
+/// Records as newline-delimited JSON.
+pub(crate) fn ndjson<'a, T: serde::Serialize + 'a>(records: impl Iterator<Item = &'a T>) -> Response<MockBody> {
     let mut out = Vec::new();
-    for a in state.shared.attempts.snapshot() {
-        if only.is_none_or(|u| *a.upstream == *u) {
-            let _ = serde_json::to_writer(&mut out, &*a);
-            out.push(b'\n');
-        }
+    for r in records {
+        let _ = serde_json::to_writer(&mut out, r);
+        out.push(b'\n');
     }
     let mut resp = Response::new(MockBody::full(Bytes::from(out), None));
     resp.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/x-ndjson"));

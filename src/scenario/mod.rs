@@ -25,6 +25,8 @@ pub use profile::{
 };
 pub use source::Source;
 
+use crate::faults::{Fault, Timeline};
+
 /// A scenario file as written.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -38,6 +40,27 @@ pub struct ScenarioFile {
     /// Mock upstreams (at least one).
     #[serde(default)]
     pub upstream: Vec<UpstreamSpec>,
+    /// The fault timeline, in order.
+    #[serde(default)]
+    pub fault: Vec<Fault>,
+}
+
+/// A faults file (`chaos mock --faults FILE`): only `[[fault]]` tables.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FaultsFile {
+    /// The fault timeline, in order.
+    #[serde(default)]
+    pub fault: Vec<Fault>,
+}
+
+/// A fault with its resolved, unique name.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct NamedFault {
+    /// Unique name (given, or `<kind>-<position>`).
+    pub name: String,
+    /// The definition.
+    pub fault: Fault,
 }
 
 /// A mock upstream after its profile chain has been resolved.
@@ -64,6 +87,8 @@ pub struct Scenario {
     pub seed: u64,
     /// Resolved upstreams, in file order.
     pub upstreams: Vec<Upstream>,
+    /// The fault timeline.
+    pub faults: Vec<NamedFault>,
 }
 
 /// The seed used when a file does not set one.
@@ -76,6 +101,8 @@ pub enum FileKind {
     Scenario,
     /// A profile or pool of profiles.
     Profile,
+    /// Only `[[fault]]` tables.
+    Faults,
 }
 
 impl FileKind {
@@ -86,6 +113,9 @@ impl FileKind {
         const PROFILE_ONLY: [&str; 5] = ["latency", "capacity", "rate_limit", "http", "models"];
         const SCENARIO_ONLY: [&str; 8] = ["seed", "load", "sut", "fault", "limits", "abort", "gate", "allow_remote"];
         let keys = src.top_level_keys();
+        if !keys.is_empty() && keys.iter().all(|k| k == "fault") {
+            return Self::Faults;
+        }
         if keys.iter().any(|k| SCENARIO_ONLY.contains(&k.as_str())) {
             return Self::Scenario;
         }
@@ -118,6 +148,8 @@ impl Scenario {
             });
         }
         let upstreams = resolve_members(src, &Profile::default(), &file.upstream, &mut errors);
+        let names: Vec<&str> = upstreams.iter().map(|u| u.name.as_str()).collect();
+        let faults = check_faults(src, &file.fault, &names, &mut errors);
         if let Some(e) = ScenarioError::from_list(errors) {
             return Err(e);
         }
@@ -127,8 +159,71 @@ impl Scenario {
             description: file.description,
             seed: file.seed.unwrap_or(DEFAULT_SEED),
             upstreams,
+            faults,
         })
     }
+}
+
+/// Reads a faults file, checking `match.upstream` against `upstreams` (when given).
+pub fn load_faults(path: &Path, upstreams: Option<&[&str]>) -> Result<Vec<NamedFault>, ScenarioError> {
+    faults_from_source(&Source::read(path)?, upstreams)
+}
+
+/// Like [`load_faults`], from text.
+pub fn faults_from_source(src: &Source, upstreams: Option<&[&str]>) -> Result<Vec<NamedFault>, ScenarioError> {
+    let file: FaultsFile = src.parse()?;
+    let mut errors = Vec::new();
+    let faults = check_faults_at(src, "fault", &file.fault, upstreams, &mut errors);
+    match ScenarioError::from_list(errors) {
+        Some(e) => Err(e),
+        None => Ok(faults),
+    }
+}
+
+fn check_faults(
+    src: &Source,
+    faults: &[Fault],
+    upstreams: &[&str],
+    errors: &mut Vec<ScenarioError>,
+) -> Vec<NamedFault> {
+    check_faults_at(src, "fault", faults, Some(upstreams), errors)
+}
+
+/// Validates a timeline: each fault's values, unique names, known upstreams. Key paths are
+/// `{prefix}[i].key`, located in `src`.
+fn check_faults_at(
+    src: &Source,
+    prefix: &str,
+    faults: &[Fault],
+    upstreams: Option<&[&str]>,
+    errors: &mut Vec<ScenarioError>,
+) -> Vec<NamedFault> {
+    let mut seen = HashSet::new();
+    let mut out = Vec::with_capacity(faults.len());
+    for (i, fault) in faults.iter().enumerate() {
+        let key = |k: &str| format!("{prefix}[{i}].{k}");
+        for (k, found, expected) in fault.problems().0 {
+            errors.push(src.invalid(&key(&k), found, expected));
+        }
+        let env = fault.envelope();
+        let name = env.name.map_or_else(|| Timeline::default_name(fault, i), str::to_string);
+        if !seen.insert(name.clone()) {
+            errors.push(src.invalid(&key("name"), format!("{name:?} again"), "a name no other fault uses"));
+        }
+        if let (Some(known), Some(wanted)) = (upstreams, env.matches.upstream.as_deref())
+            && !known.contains(&wanted)
+        {
+            let hint =
+                suggest(wanted, known.iter().copied()).map_or_else(String::new, |s| format!(" (did you mean {s:?}?)"));
+            errors.push(src.invalid(
+                &key("match.upstream"),
+                format!("{wanted:?}{hint}"),
+                format!("one of the upstreams: {}", known.join(", ")),
+            ));
+        }
+        out.push(NamedFault { name, fault: fault.clone() });
+    }
+    out
 }
 
 /// Reads a profile file and returns the upstreams it describes: one for a plain profile (named

@@ -113,6 +113,8 @@ pub struct HttpSection {
     /// Also accept HTTP/2 (prior knowledge, h2c) besides HTTP/1.1 (default false: provider
     /// SDKs speak HTTP/1.1, and detecting the version costs ~6 KiB per open connection).
     pub http2: Option<bool>,
+    /// Honour a fault given per request in the `x-chaos-fault` header (default false).
+    pub allow_fault_header: Option<bool>,
 }
 
 /// A profile file: one upstream's behaviour, or a pool of named upstreams.
@@ -217,6 +219,8 @@ pub struct Profile {
     pub max_body_bytes: u64,
     /// Accept HTTP/2 (h2c) as well as HTTP/1.1.
     pub http2: bool,
+    /// Honour the `x-chaos-fault` request header.
+    pub allow_fault_header: bool,
 }
 
 /// Default request body limit: 4 MiB, generous for chat prompts, small enough to refuse junk.
@@ -239,6 +243,7 @@ impl Default for Profile {
             rate_limit: RateLimit::default(),
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             http2: false,
+            allow_fault_header: false,
         }
     }
 }
@@ -288,6 +293,7 @@ impl Profile {
         }
         set(&mut self.max_body_bytes, layer.http.max_body_bytes);
         set(&mut self.http2, layer.http.http2);
+        set(&mut self.allow_fault_header, layer.http.allow_fault_header);
         if let Some(models) = layer.models {
             self.models.clone_from(models);
         }

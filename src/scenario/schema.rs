@@ -4,7 +4,7 @@
 
 use schemars::generate::SchemaSettings;
 
-use super::{ProfileFile, ScenarioFile};
+use super::{FaultsFile, ProfileFile, ScenarioFile};
 
 /// Which schema to produce.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -13,17 +13,20 @@ pub enum SchemaKind {
     Scenario,
     /// Profile and pool files (`mock-upstreams/*.toml`).
     Profile,
+    /// Faults files (`chaos mock --faults`); the control API takes the same fault objects.
+    Faults,
 }
 
 impl SchemaKind {
     /// Every kind, for tests and `--all`.
-    pub const ALL: [SchemaKind; 2] = [SchemaKind::Scenario, SchemaKind::Profile];
+    pub const ALL: [SchemaKind; 3] = [SchemaKind::Scenario, SchemaKind::Profile, SchemaKind::Faults];
 
     /// The committed file name under `schemas/`.
     pub fn file_name(self) -> &'static str {
         match self {
             Self::Scenario => "scenario.schema.json",
             Self::Profile => "profile.schema.json",
+            Self::Faults => "faults.schema.json",
         }
     }
 }
@@ -34,6 +37,7 @@ pub fn generate(kind: SchemaKind) -> String {
     let schema = match kind {
         SchemaKind::Scenario => generator.into_root_schema_for::<ScenarioFile>(),
         SchemaKind::Profile => generator.into_root_schema_for::<ProfileFile>(),
+        SchemaKind::Faults => generator.into_root_schema_for::<FaultsFile>(),
     };
     let mut text = serde_json::to_string_pretty(&schema).unwrap_or_default();
     text.push('\n');

@@ -279,9 +279,13 @@ fn span_of(root: &Spanned<DeTable<'_>>, path: &str) -> Range<usize> {
 }
 
 fn key_span(root: &Spanned<DeTable<'_>>, path: &str, key: &str) -> Option<Range<usize>> {
-    let table = match value_at(root, path)? {
-        DeValue::Table(t) => t,
-        _ => return None,
+    let table = if path.is_empty() {
+        root.get_ref()
+    } else {
+        match value_at(root, path)? {
+            DeValue::Table(t) => t,
+            _ => return None,
+        }
     };
     table.iter().find(|(k, _)| k.get_ref() == key).map(|(k, _)| k.span())
 }

@@ -51,3 +51,52 @@ pub async fn eventually(mut cond: impl FnMut() -> bool) -> bool {
     }
     cond()
 }
+
+/// Starts a mock with `profile`, seed 7, and the given faults (times from start).
+pub async fn mock_with(profile: Profile, faults: Vec<chaos::faults::Fault>) -> MockUpstream {
+    faults
+        .into_iter()
+        .fold(MockUpstream::builder().profile(profile).seed(7), |b, f| b.fault(f))
+        .start()
+        .await
+        .expect("mock starts")
+}
+
+/// POSTs a chat completion and returns (status, headers, body text, elapsed).
+pub async fn chat(
+    mock: &MockUpstream,
+    prompt: &str,
+    stream: bool,
+) -> (u16, reqwest::header::HeaderMap, String, Duration) {
+    let started = std::time::Instant::now();
+    let resp = http()
+        .post(format!("{}/v1/chat/completions", mock.uri()))
+        .json(&chat_body(prompt, stream))
+        .send()
+        .await
+        .unwrap();
+    let (status, headers) = (resp.status().as_u16(), resp.headers().clone());
+    let text = resp.text().await.unwrap_or_default();
+    (status, headers, text, started.elapsed())
+}
+
+/// Arrival times of each non-empty content delta of a streamed response, from the send.
+pub async fn token_times(
+    mut resp: reqwest::Response,
+    started: std::time::Instant,
+) -> Result<Vec<Duration>, reqwest::Error> {
+    let (mut times, mut buffer) = (Vec::new(), String::new());
+    while let Some(chunk) = resp.chunk().await? {
+        buffer.push_str(&String::from_utf8_lossy(&chunk));
+        while let Some(end) = buffer.find("\n\n") {
+            let event: String = buffer.drain(..end + 2).collect();
+            for data in sse_data(&event) {
+                let v: serde_json::Value = serde_json::from_str(&data).unwrap_or(serde_json::Value::Null);
+                if v["choices"][0]["delta"]["content"].as_str().is_some_and(|c| !c.is_empty()) {
+                    times.push(started.elapsed());
+                }
+            }
+        }
+    }
+    Ok(times)
+}

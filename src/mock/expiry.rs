@@ -1,0 +1,110 @@
+//! Fires `ttl_expiry` faults at their instant: logs the expiry event, then runs the flush hook
+//! (an HTTP call to a loopback URL, or a command run without a shell), each bounded by a
+//! timeout, and logs how it went. One scheduler per mock process; it ends with the process's
+//! shared state (it holds only a weak reference).
+
+use std::collections::HashSet;
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Empty};
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
+
+use super::events::{Event, EventKind};
+use super::service::Shared;
+use crate::faults::{Fault, FlushHook};
+
+/// Longest a flush hook may take.
+pub const HOOK_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Runs until the mock's shared state is gone.
+pub(crate) async fn run(shared: Weak<Shared>) {
+    let mut fired: HashSet<(Arc<str>, u64)> = HashSet::new();
+    let Some(mut changes) = shared.upgrade().map(|s| s.timeline.subscribe()) else { return };
+    loop {
+        let Some(state) = shared.upgrade() else { return };
+        let now = state.clock.now_us();
+        let mut next: Option<u64> = None;
+        for (entry, at) in state.timeline.snapshot().expiries() {
+            if fired.contains(&(entry.name.clone(), at)) {
+                continue;
+            }
+            if at <= now {
+                fired.insert((entry.name.clone(), at));
+                let Fault::TtlExpiry(f) = &entry.fault else { continue };
+                let event = Event {
+                    t_us: at,
+                    kind: EventKind::TtlExpiry,
+                    upstream: None,
+                    fault: Some(entry.name.clone()),
+                    detail: None,
+                };
+                state.events.record(event);
+                if let Some(hook) = f.flush.clone() {
+                    tokio::spawn(flush(Arc::downgrade(&state), entry.name.clone(), hook));
+                }
+            } else {
+                next = Some(next.map_or(at, |n| n.min(at)));
+            }
+        }
+        let wake = next.map(|us| state.clock.instant_at(us));
+        drop(state);
+        tokio::select! {
+            () = async { match wake { Some(at) => tokio::time::sleep_until(at.into()).await, None => std::future::pending().await } } => {}
+            changed = changes.changed() => if changed.is_err() { return },
+        }
+    }
+}
+
+async fn flush(shared: Weak<Shared>, fault: Arc<str>, hook: FlushHook) {
+    let result = tokio::time::timeout(HOOK_TIMEOUT, run_hook(&hook))
+        .await
+        .unwrap_or_else(|_| Err(format!("timed out after {}s", HOOK_TIMEOUT.as_secs())));
+    let Some(state) = shared.upgrade() else { return };
+    let (kind, detail) = match result {
+        Ok(detail) => (EventKind::FlushOk, detail),
+        Err(detail) => (EventKind::FlushFailed, detail),
+    };
+    let t_us = state.clock.now_us();
+    state.events.record(Event { t_us, kind, upstream: None, fault: Some(fault), detail: Some(detail) });
+}
+
+async fn run_hook(hook: &FlushHook) -> Result<String, String> {
+    match (&hook.http, &hook.command) {
+        (Some(url), _) => {
+            let method = hook.method.as_deref().unwrap_or("POST");
+            let req = hyper::Request::builder()
+                .method(method)
+                .uri(url)
+                .body(Empty::<Bytes>::new())
+                .map_err(|e| format!("bad request: {e}"))?;
+            let client = Client::builder(TokioExecutor::new()).build_http();
+            let resp = client.request(req).await.map_err(|e| format!("{method} {url}: {e}"))?;
+            let status = resp.status();
+            let _ = resp.into_body().collect().await;
+            if status.is_success() {
+                Ok(format!("{method} {url}: {status}"))
+            } else {
+                Err(format!("{method} {url}: {status}"))
+            }
+        }
+        (None, Some(cmd)) => {
+            let (program, args) = cmd.split_first().ok_or("empty command")?;
+            let out = tokio::process::Command::new(program)
+                .args(args)
+                .kill_on_drop(true)
+                .output()
+                .await
+                .map_err(|e| format!("{program}: {e}"))?;
+            let text = String::from_utf8_lossy(&out.stdout).trim().chars().take(200).collect::<String>();
+            if out.status.success() {
+                Ok(format!("{}: {text}", cmd.join(" ")))
+            } else {
+                Err(format!("{}: {} {text}", cmd.join(" "), out.status))
+            }
+        }
+        (None, None) => Err("no hook".into()),
+    }
+}
