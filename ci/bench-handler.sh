@@ -14,6 +14,13 @@ count() {
   valgrind --tool=callgrind --callgrind-out-file=/dev/null target/release/examples/bench_handler "$1" 2>&1 \
     | sed -n 's/.*Collected : \([0-9]*\).*/\1/p'
 }
+count_faults() {
+  valgrind --tool=callgrind --callgrind-out-file=/dev/null target/release/examples/bench_handler "$1" ci/faults-10.toml 2>&1 \
+    | sed -n 's/.*Collected : \([0-9]*\).*/\1/p'
+}
 base=$(count 0)
 total=$(count "$N")
 echo "handler: $(( (total - base) / N )) instructions per non-streaming chat completion (N=$N)"
+base=$(count_faults 0)
+total=$(count_faults "$N")
+echo "handler with ci/faults-10.toml: $(( (total - base) / N )) instructions per completion"

@@ -9,13 +9,18 @@
 #      p50/p99/p99.9 and achieved req/s as % of connections / 0.1 s, refused connections.
 #   3. open streams: 5,000 and 19,900 concurrent slow streams (one token a second, 20 s):
 #      server RSS per stream and whether every token arrived on time.
+#   4. fault timeline cost: zero-latency throughput with ci/faults-10.toml active vs none,
+#      alternating, as a ratio.
 #
-# Prints the median of ROUNDS rounds for every figure. Knobs: ROUNDS (3), SECONDS_PER_RUN (10).
+# Prints the median of ROUNDS rounds for every figure. Knobs: ROUNDS (3), SECONDS_PER_RUN (10),
+# SECTIONS (default "1 2 3 4": which of the measurements above to run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 ROUNDS=${ROUNDS:-3}
 SECONDS_PER_RUN=${SECONDS_PER_RUN:-10}
+SECTIONS=${SECTIONS:-1 2 3 4}
+section() { [[ " $SECTIONS " == *" $1 "* ]]; }
 SERVER_CPU=0
 CLIENT_CPU=1
 WORK=$(mktemp -d)
@@ -71,6 +76,7 @@ run_wrk() {
 
 median() { sort -g | awk '{a[NR]=$1} END{print a[int((NR+1)/2)]}'; }
 
+if section 1; then
 echo "== 1. zero-latency throughput (64 connections, ${SECONDS_PER_RUN}s x ${ROUNDS} rounds, alternating)"
 NGINX_PORT=$(free_port)
 BODY='{"id":"chatcmpl-0","object":"chat.completion","created":0,"model":"gpt-4o-mini","choices":[{"index":0,"message":{"role":"assistant","content":"fixed answer of about three hundred bytes in total ok"},"finish_reason":"stop"}],"usage":{"prompt_tokens":9,"completion_tokens":10,"total_tokens":19}}'
@@ -113,7 +119,9 @@ kill "$(cat "$WORK/nginx.pid")"; rm -f "$WORK/nginx.pid"
 m_rps=$(cut -d' ' -f1 "$WORK/tp.mock" | median); n_rps=$(cut -d' ' -f1 "$WORK/tp.nginx" | median)
 m_us=$(cut -d' ' -f2 "$WORK/tp.mock" | median); n_us=$(cut -d' ' -f2 "$WORK/tp.nginx" | median)
 echo "   median: mock $m_rps req/s ($m_us µs/req), nginx $n_rps req/s ($n_us µs/req), ratio $(awk -v a="$m_rps" -v b="$n_rps" 'BEGIN{printf "%.2f", a/b}')"
+fi
 
+if section 2; then
 echo "== 2. delay accuracy (fixed 100 ms TTFT, ${SECONDS_PER_RUN}s x ${ROUNDS} rounds)"
 cat > "$WORK/delay.toml" <<'TOML'
 name = "delay"
@@ -134,7 +142,9 @@ for conns in 256 1024 4096; do
   echo "   median $conns conns: p50 $(awk -v x="$(col 1)" 'BEGIN{printf "%.1f", x/1e3}') / p99 $(awk -v x="$(col 2)" 'BEGIN{printf "%.1f", x/1e3}') / p99.9 $(awk -v x="$(col 3)" 'BEGIN{printf "%.1f", x/1e3}') ms, $(col 4) % of ideal, refused $(col 5)"
 done
 stop_mock
+fi
 
+if section 3; then
 echo "== 3. open streams (one token per second for 20 s)"
 cat > "$WORK/drip.toml" <<'TOML'
 name = "drip"
@@ -162,3 +172,25 @@ for n in 5000 19900; do
   done
   echo "   median $n streams: $(median < "$WORK/s.$n") KiB/stream"
 done
+fi
+
+if section 4; then
+echo "== 4. fault timeline cost (64 connections, ${SECONDS_PER_RUN}s x ${ROUNDS} rounds, alternating)"
+: > "$WORK/f.none"; : > "$WORK/f.ten"
+for r in $(seq "$ROUNDS"); do
+  for variant in none ten; do
+    if [ $variant = none ]; then start_mock mock-upstreams/instant.toml; else
+      taskset -c $SERVER_CPU "$CHAOS" mock --profile mock-upstreams/instant.toml --faults ci/faults-10.toml > "$WORK/mock.out" 2> "$WORK/mock.err" &
+      MOCK_PID=$!; PIDS+=("$MOCK_PID")
+      for _ in $(seq 100); do grep -q '^listening on ' "$WORK/mock.out" 2>/dev/null && break; sleep 0.05; done
+      MOCK_URL=$(sed -n 's/^listening on \(http:[^ ]*\).*/\1/p' "$WORK/mock.out" | head -1)
+    fi
+    read -r rps _ < <(run_wrk "$MOCK_URL" 64)
+    stop_mock
+    echo "   round $r, $variant: $rps req/s"
+    echo "$rps" >> "$WORK/f.$variant"
+  done
+done
+f_none=$(median < "$WORK/f.none"); f_ten=$(median < "$WORK/f.ten")
+echo "   median: no faults $f_none req/s, 10 faults $f_ten req/s, ratio $(awk -v a="$f_ten" -v b="$f_none" 'BEGIN{printf "%.2f", a/b}')"
+fi
