@@ -23,29 +23,11 @@ use super::{anthropic, embeddings, openai};
 use crate::faults::{Action, Entry, Fault, HangMode, MalformedMode, RequestFacts, ResetWhen, Verdict};
 use crate::seed::{mix, rng_for};
 
-/// Answers a provider API call whose body has been read.
-pub(crate) async fn serve(
-    api: Api,
-    mut guard: AttemptGuard,
-    body: &[u8],
-    conn: Option<Arc<ConnCtl>>,
-    fault_header: Option<HeaderValue>,
-) -> Outcome {
-    let extra = match header_fault(&guard, fault_header) {
-        Ok(extra) => extra,
-        Err(problem) => {
-            return Ok(refuse(&mut guard, Decision::BadFaultHeader, ProviderError::new(400, problem), api.into()));
-        }
-    };
-    match api {
-        Api::Embeddings => serve_embeddings(guard, body, conn, extra).await,
-        _ => serve_chat(guard, api, body, conn, extra).await,
-    }
-}
-
 /// The `x-chaos-fault` header: one fault, as JSON, applied to this request only. `Err` says
 /// why it cannot be used.
-fn header_fault(guard: &AttemptGuard, value: Option<HeaderValue>) -> Result<Option<Entry>, String> {
+///
+/// Boxed: the entry is large and rare, and async fns keep their arguments for the whole response.
+pub(crate) fn header_fault(guard: &AttemptGuard, value: Option<HeaderValue>) -> Result<Option<Box<Entry>>, String> {
     let Some(value) = value else { return Ok(None) };
     if !guard.state().profile.allow_fault_header {
         return Err(
@@ -65,15 +47,15 @@ fn header_fault(guard: &AttemptGuard, value: Option<HeaderValue>) -> Result<Opti
             problems.0.into_iter().map(|(k, found, exp)| format!("`{k}` is {found}, expected {exp}")).collect();
         return Err(format!("x-chaos-fault: {}", list.join("; ")));
     }
-    Ok(Some(Entry::new("x-chaos-fault", fault.untimed(), guard.t_us())))
+    Ok(Some(Box::new(Entry::new("x-chaos-fault", fault.untimed(), guard.t_us()))))
 }
 
-async fn serve_chat(
+pub(crate) async fn serve_chat(
     mut guard: AttemptGuard,
     api: Api,
     body: &[u8],
     conn: Option<Arc<ConnCtl>>,
-    extra: Option<Entry>,
+    extra: Option<Box<Entry>>,
 ) -> Outcome {
     let flavor = Flavor::from(api);
     let req = match request::parse_chat(body, api) {
@@ -99,25 +81,33 @@ async fn serve_chat(
     let plan = state.latency.plan(&mut rng_for(state.shared.seed, state.stream_key, index), req.max_tokens);
     guard.attempt().output_tokens = plan.output_tokens;
     let facts = RequestFacts { upstream: &state.name, path: api.path(), model: Some(&req.model), stream: req.stream };
-    let mut verdict = state.decide(&facts, guard.t_us(), index, extra.as_ref());
-    guard.note(&mut verdict);
-    let mut guard = match at_the_edge(guard, &verdict, flavor, conn.as_ref(), req.stream).await {
-        Ok(guard) => guard,
-        Err(outcome) => return outcome,
+    // Only what is needed after the awaits below is kept: the request's state machine stays small.
+    let (plan, action, rate_limits, expires_us) = {
+        let mut verdict = state.decide(&facts, guard.t_us(), index, extra.as_deref());
+        drop(extra);
+        guard.note(&mut verdict);
+        (shaped(plan, &verdict), verdict.action, std::mem::take(&mut verdict.rate_limits), verdict.cache_expires_us)
     };
-    let (permit, limits) =
-        match admit(&mut guard, flavor, req.prompt_tokens.saturating_add(plan.output_tokens), &verdict.rate_limits)
-            .await
-        {
-            Ok(admitted) => admitted,
-            Err(response) => return Ok(response),
-        };
+    let mut guard = match at_the_edge(guard, &action, flavor, conn.as_ref(), req.stream) {
+        Edge::Continue(guard) => guard,
+        Edge::Done(outcome) => return outcome,
+        Edge::Hold(mut guard, max_hold) => {
+            pause(Instant::now(), max_hold).await;
+            guard.finish();
+            return Err(Abort);
+        }
+    };
+    let tokens = req.prompt_tokens.saturating_add(plan.output_tokens);
+    let (permit, limits) = match admit(&mut guard, flavor, tokens, &rate_limits).await {
+        Ok(admitted) => admitted,
+        Err(response) => return Ok(response),
+    };
     let t0 = Instant::now();
-    let plan = shaped(plan, &verdict);
     let capped = req.max_tokens.is_some_and(|m| plan.output_tokens >= m);
     let ids = ResponseIds::new(&state, index, t0);
     let words = Words::new(state.shared.seed, req.prompt_hash);
-    guard.decided(decision_for(&verdict.action), 200);
+    guard.decided(decision_for(&action), 200);
+    let many_headers = limits.is_some() || expires_us.is_some();
     if req.stream {
         let framing = match api {
             Api::Messages => {
@@ -128,26 +118,25 @@ async fn serve_chat(
                 usage: req.include_usage.then(|| openai::Usage::new(req.prompt_tokens, plan.output_tokens)),
             },
         };
-        let stream = TokenStream::new(framing, words, plan, t0, capped, stream_fault(&verdict.action, t0));
-        let many = limits.is_some() || verdict.cache_expires_us.is_some();
-        let mut resp = response(MockBody::stream(stream, guard, conn, permit), many);
+        let stream = TokenStream::new(framing, words, plan, t0, capped, stream_fault(&action, t0));
+        let mut resp = response(MockBody::stream(stream, guard, conn, permit), many_headers);
         sse_headers(resp.headers_mut());
-        finish_headers(resp.headers_mut(), &state, flavor, &ids, limits.as_ref(), verdict.cache_expires_us);
+        finish_headers(resp.headers_mut(), &state, flavor, &ids, limits.as_ref(), expires_us);
         return Ok(resp);
     }
-    let dripping = matches!(verdict.action, Action::Hang { mode: HangMode::SlowDrip, .. });
+    let dripping = matches!(action, Action::Hang { mode: HangMode::SlowDrip, .. });
     pause(t0, if dripping { plan.ttft } else { plan.generation() }).await;
     guard.first_token(t0 + plan.ttft);
     drop(permit);
-    let body = complete_body(&req, &ids, api, &plan, words, capped, &verdict.action);
-    Ok(deliver(guard, body, &verdict, conn, flavor, &ids, limits.as_ref(), plan.output_tokens))
+    let body = complete_body(&req, &ids, api, &plan, words, capped, &action);
+    Ok(deliver(guard, body, &action, expires_us, conn, flavor, &ids, limits.as_ref(), plan.output_tokens))
 }
 
-async fn serve_embeddings(
+pub(crate) async fn serve_embeddings(
     mut guard: AttemptGuard,
     body: &[u8],
     conn: Option<Arc<ConnCtl>>,
-    extra: Option<Entry>,
+    extra: Option<Box<Entry>>,
 ) -> Outcome {
     let flavor = Flavor::OpenAi;
     let req = match request::parse_embeddings(body) {
@@ -167,24 +156,32 @@ async fn serve_embeddings(
     let plan = state.latency.plan(&mut rng_for(state.shared.seed, state.stream_key, index), Some(1));
     let facts =
         RequestFacts { upstream: &state.name, path: Api::Embeddings.path(), model: Some(&req.model), stream: false };
-    let mut verdict = state.decide(&facts, guard.t_us(), index, extra.as_ref());
-    guard.note(&mut verdict);
-    let mut guard = match at_the_edge(guard, &verdict, flavor, conn.as_ref(), false).await {
-        Ok(guard) => guard,
-        Err(outcome) => return outcome,
+    let (plan, action, rate_limits, expires_us) = {
+        let mut verdict = state.decide(&facts, guard.t_us(), index, extra.as_deref());
+        drop(extra);
+        guard.note(&mut verdict);
+        (shaped(plan, &verdict), verdict.action, std::mem::take(&mut verdict.rate_limits), verdict.cache_expires_us)
+    };
+    let mut guard = match at_the_edge(guard, &action, flavor, conn.as_ref(), false) {
+        Edge::Continue(guard) => guard,
+        Edge::Done(outcome) => return outcome,
+        Edge::Hold(mut guard, max_hold) => {
+            pause(Instant::now(), max_hold).await;
+            guard.finish();
+            return Err(Abort);
+        }
     };
     let tokens: u32 = req.inputs.iter().map(|t| t.len().div_ceil(4) as u32).sum();
-    let (permit, limits) = match admit(&mut guard, flavor, tokens, &verdict.rate_limits).await {
+    let (permit, limits) = match admit(&mut guard, flavor, tokens, &rate_limits).await {
         Ok(admitted) => admitted,
         Err(response) => return Ok(response),
     };
     let t0 = Instant::now();
-    let plan = shaped(plan, &verdict);
     pause(t0, plan.ttft).await;
     drop(permit);
-    guard.decided(decision_for(&verdict.action), 200);
+    guard.decided(decision_for(&action), 200);
     let ids = ResponseIds::new(&state, index, t0);
-    let body = match verdict.action {
+    let body = match action {
         Action::Malformed(MalformedMode::EmptyContent) => Bytes::from_static(
             br#"{"object":"list","data":[],"model":"","usage":{"prompt_tokens":0,"total_tokens":0}}"#,
         ),
@@ -193,25 +190,35 @@ async fn serve_embeddings(
         }
         _ => embeddings::response(state.shared.seed, &req),
     };
-    Ok(deliver(guard, body, &verdict, conn, flavor, &ids, limits.as_ref(), 1))
+    Ok(deliver(guard, body, &action, expires_us, conn, flavor, &ids, limits.as_ref(), 1))
+}
+
+/// What happens before any capacity is used.
+pub(crate) enum Edge {
+    /// Go on to rate limits and a slot.
+    Continue(AttemptGuard),
+    /// Answered (or torn down) already.
+    Done(Outcome),
+    /// Hold the request without answering (`no_response` hang) for this long, then close.
+    Hold(AttemptGuard, Duration),
 }
 
 /// Refusals before any capacity is used: status storms, resets and hangs that never answer.
-/// Gives the guard back when the request goes on.
-async fn at_the_edge(
+/// Synchronous, so its state never sits in the request's state machine.
+fn at_the_edge(
     mut guard: AttemptGuard,
-    verdict: &Verdict,
+    action: &Action,
     flavor: Flavor,
     conn: Option<&Arc<ConnCtl>>,
     stream: bool,
-) -> Result<AttemptGuard, Outcome> {
-    match verdict.action {
+) -> Edge {
+    match *action {
         Action::Status { code, retry_after: wait } => {
             let mut resp = refuse(&mut guard, Decision::FaultStatus, status_error(code), flavor);
             if let Some(wait) = wait {
                 retry_after(resp.headers_mut(), &mut guard, wait);
             }
-            Err(Ok(resp))
+            Edge::Done(Ok(resp))
         }
         Action::Reset { when: ResetWhen::BeforeResponse, .. } => {
             guard.decided(Decision::Reset, 0);
@@ -219,30 +226,29 @@ async fn at_the_edge(
             if let Some(c) = conn {
                 c.reset_on_close();
             }
-            Err(Err(Abort))
+            Edge::Done(Err(Abort))
         }
         Action::Hang { mode: HangMode::NoResponse, max_hold, .. } => {
             guard.decided(Decision::Hang, 0);
-            pause(Instant::now(), max_hold).await;
-            guard.finish();
-            Err(Err(Abort))
+            Edge::Hold(guard, max_hold)
         }
         Action::Hang { mode: HangMode::AfterHeaders, max_hold, .. } => {
             guard.decided(Decision::Hang, 200);
-            let mut resp = Response::new(MockBody::paced(
+            let body = MockBody::paced(
                 Paced::new(Vec::new(), Duration::ZERO, End::Stall, max_hold),
                 guard,
                 conn.cloned(),
                 None,
-            ));
+            );
+            let mut resp = Response::new(body);
             if stream {
                 sse_headers(resp.headers_mut());
             } else {
                 resp.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
             }
-            Err(Ok(resp))
+            Edge::Done(Ok(resp))
         }
-        _ => Ok(guard),
+        _ => Edge::Continue(guard),
     }
 }
 
@@ -331,7 +337,8 @@ fn complete_body(
 fn deliver(
     guard: AttemptGuard,
     body: Bytes,
-    verdict: &Verdict,
+    action: &Action,
+    expires_us: Option<u64>,
     conn: Option<Arc<ConnCtl>>,
     flavor: Flavor,
     ids: &ResponseIds,
@@ -340,7 +347,7 @@ fn deliver(
 ) -> Response<MockBody> {
     let state = guard.state().clone();
     let half = || vec![body.slice(..body.len() / 2)];
-    let body = match verdict.action {
+    let body = match *action {
         Action::Malformed(MalformedMode::InvalidJson | MalformedMode::TruncatedStream | MalformedMode::BadChunk) => {
             // A complete HTTP response whose JSON stops part-way: it cannot parse.
             MockBody::full(body.slice(..body.len() * 3 / 5), Some(guard))
@@ -356,9 +363,9 @@ fn deliver(
         }
         _ => MockBody::full(body, Some(guard)),
     };
-    let mut resp = response(body, limits.is_some() || verdict.cache_expires_us.is_some());
+    let mut resp = response(body, limits.is_some() || expires_us.is_some());
     resp.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    finish_headers(resp.headers_mut(), &state, flavor, ids, limits, verdict.cache_expires_us);
+    finish_headers(resp.headers_mut(), &state, flavor, ids, limits, expires_us);
     resp
 }
 

@@ -251,6 +251,11 @@ impl App {
     pub fn attempts(&self) -> Vec<Attempt> {
         self.state.shared.attempts.snapshot().iter().map(|a| (**a).clone()).collect()
     }
+
+    #[cfg(test)]
+    pub(crate) fn state_for_tests(&self) -> Arc<UpstreamState> {
+        self.state.clone()
+    }
 }
 
 /// Builds a single [`MockUpstream`].
