@@ -38,7 +38,9 @@ async fn latency_x3_slows_first_token_and_every_gap_like_a_slower_provider() {
     for gap in ms.windows(2).map(|w| w[1] - w[0]) {
         assert!((75..130).contains(&gap), "gaps 30 ms × 3, not a sleep up front: {ms:?}");
     }
-    assert_eq!(mock.attempts()[0].faults, vec!["latency-1".into()]);
+    assert_eq!(mock.attempts()[0].faults.names(), ["latency-1".into()]);
+    let json = serde_json::to_value(&mock.attempts()[0]).unwrap();
+    assert_eq!(json["faults"], serde_json::json!(["latency-1"]), "names in the log");
 }
 
 #[tokio::test]

@@ -353,7 +353,7 @@ pub struct Verdict {
     /// When a successful answer's cache entry must expire (µs on the run clock).
     pub cache_expires_us: Option<u64>,
     /// Every fault that applied, in timeline order.
-    pub applied: Vec<Arc<str>>,
+    pub applied: Applied,
 }
 
 impl Default for Verdict {
@@ -366,7 +366,7 @@ impl Default for Verdict {
             action: Action::Serve,
             action_fault: None,
             cache_expires_us: None,
-            applied: Vec::new(),
+            applied: Applied::default(),
         }
     }
 }
@@ -377,7 +377,7 @@ impl Verdict {
         self.applied.is_empty()
     }
 
-    fn apply(&mut self, name: &Arc<str>, effect: Effect, capacity_hint: usize) {
+    fn apply(&mut self, name: &Arc<str>, position: Option<usize>, effect: Effect) {
         match effect {
             Effect::Latency { multiplier, add, add_per_token } => {
                 self.multiplier *= multiplier;
@@ -399,11 +399,97 @@ impl Verdict {
                 self.cache_expires_us = Some(at_us);
             }
         }
-        if self.applied.capacity() == 0 {
-            // One allocation per request at most: room for every fault that could apply.
-            self.applied.reserve_exact(capacity_hint);
+        self.applied.mark(position);
+    }
+}
+
+/// Which faults applied to a request, compactly: positions in the timeline snapshot the request
+/// was decided on (one shared reference per record instead of a list of names), or names when
+/// read back from a log.
+#[derive(Clone, Debug, Default)]
+pub struct Applied {
+    snapshot: Option<Arc<Timeline>>,
+    mask: u64,
+    beyond: Vec<u32>,
+    header: bool,
+    names: Vec<Arc<str>>,
+}
+
+/// The name a fault given in the `x-chaos-fault` header is recorded under.
+pub const HEADER_FAULT: &str = "x-chaos-fault";
+
+impl Applied {
+    fn mark(&mut self, position: Option<usize>) {
+        match position {
+            None => self.header = true,
+            Some(i) if i < 64 => self.mask |= 1 << i,
+            Some(i) => self.beyond.push(u32::try_from(i).unwrap_or(u32::MAX)),
         }
-        self.applied.push(name.clone());
+    }
+
+    /// Ties the positions to the timeline they index (done by whoever decided).
+    pub fn attach(&mut self, timeline: Arc<Timeline>) {
+        if !self.is_empty() {
+            self.snapshot = Some(timeline);
+        }
+    }
+
+    /// How many faults applied.
+    pub fn len(&self) -> usize {
+        self.mask.count_ones() as usize + self.beyond.len() + usize::from(self.header) + self.names.len()
+    }
+
+    /// No fault applied.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Timeline positions that applied, in order (the header fault is not one).
+    pub fn positions(&self) -> Vec<usize> {
+        (0..64).filter(|i| self.mask & (1 << i) != 0).chain(self.beyond.iter().map(|i| *i as usize)).collect()
+    }
+
+    /// The names, in timeline order (the header fault first).
+    pub fn names(&self) -> Vec<Arc<str>> {
+        if !self.names.is_empty() {
+            return self.names.clone();
+        }
+        let header = self.header.then(|| Arc::<str>::from(HEADER_FAULT));
+        let entries = self.snapshot.as_ref().map_or(&[][..], |t| t.entries());
+        header
+            .into_iter()
+            .chain(self.positions().into_iter().filter_map(|i| entries.get(i).map(|e| e.name.clone())))
+            .collect()
+    }
+}
+
+impl PartialEq for Applied {
+    fn eq(&self, other: &Self) -> bool {
+        match (&self.snapshot, &other.snapshot) {
+            (None, None) if self.names.is_empty() && other.names.is_empty() => {
+                (self.mask, &self.beyond, self.header) == (other.mask, &other.beyond, other.header)
+            }
+            _ => self.names() == other.names(),
+        }
+    }
+}
+
+impl Serialize for Applied {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.names().iter().map(|n| &**n))
+    }
+}
+
+impl<'de> Deserialize<'de> for Applied {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let names = Vec::<Arc<str>>::deserialize(d)?;
+        Ok(Self { names, ..Self::default() })
+    }
+}
+
+impl From<Vec<&str>> for Applied {
+    fn from(names: Vec<&str>) -> Self {
+        Self { names: names.into_iter().map(Arc::from).collect(), ..Self::default() }
     }
 }
 
@@ -475,7 +561,11 @@ impl Timeline {
     /// header), evaluated before the timeline.
     pub fn decide(&self, facts: &RequestFacts<'_>, t_us: u64, rng: &mut DecisionRng, extra: Option<&Entry>) -> Verdict {
         let mut verdict = Verdict::default();
-        for entry in extra.into_iter().chain(self.entries.iter().map(AsRef::as_ref)) {
+        let positioned = extra
+            .map(|e| (None, e))
+            .into_iter()
+            .chain(self.entries.iter().enumerate().map(|(i, e)| (Some(i), e.as_ref())));
+        for (position, entry) in positioned {
             let (coin, draw): (f64, f64) = (rng.random(), rng.random());
             if entry.listener_level || !entry.matches.matches(facts) {
                 continue;
@@ -490,7 +580,7 @@ impl Timeline {
             }
             if let Some(effect) = entry.fault.effect(strength, draw, &entry.window) {
                 let before = verdict.applied.len();
-                verdict.apply(&entry.name, effect, self.entries.len() + 1);
+                verdict.apply(&entry.name, position, effect);
                 if verdict.applied.len() > before {
                     entry.hits.fetch_add(1, Ordering::Relaxed);
                 }

@@ -19,6 +19,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::request::Api;
+use crate::faults::Applied;
 
 /// What the mock decided to do with a request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -98,8 +99,8 @@ pub struct Attempt {
     pub retry_after_ms: Option<u64>,
     /// The client went away before the response was complete.
     pub client_disconnected: bool,
-    /// Faults that applied, in timeline order.
-    pub faults: Vec<Arc<str>>,
+    /// Faults that applied, in timeline order (names in JSON).
+    pub faults: Applied,
     /// When the response's cache entry expires (`ttl_expiry`), µs on the mock's clock.
     pub cache_expires_us: Option<u64>,
 }
@@ -129,7 +130,7 @@ impl Attempt {
             output_tokens: 0,
             retry_after_ms: None,
             client_disconnected: false,
-            faults: Vec::new(),
+            faults: Applied::default(),
             cache_expires_us: None,
         }
     }

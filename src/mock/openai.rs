@@ -54,10 +54,10 @@ pub fn completion(
     exact(out)
 }
 
-/// Bytes from a buffer without the extra shared-header allocation `Bytes::from(Vec)` makes
-/// when the buffer has spare capacity (shrinking in place is cheaper).
+/// Bytes from a finished buffer. (Shrinking it to size first, with `into_boxed_slice`, measured
+/// ~600 instructions of `realloc` a request: more than the small header `Bytes` adds instead.)
 pub fn exact(out: Vec<u8>) -> Bytes {
-    Bytes::from(out.into_boxed_slice())
+    Bytes::from(out)
 }
 
 /// A completion that is valid JSON but has no `choices` (`malformed` with `wrong_schema`).

@@ -143,7 +143,9 @@ impl UpstreamState {
             return Verdict::default();
         }
         let mut rng = rng_for(self.shared.seed, self.stream_key ^ FAULT_STREAM, index);
-        timeline.decide(facts, t_us, &mut rng, extra)
+        let mut verdict = timeline.decide(facts, t_us, &mut rng, extra);
+        verdict.applied.attach(timeline);
+        verdict
     }
 }
 
@@ -435,8 +437,8 @@ pub(crate) async fn admit(
     let base = state.limiter.base();
     let rpm = limit_in_force(base.rpm, overrides, |o| o.rpm);
     let tpm = limit_in_force(base.tpm, overrides, |o| o.tpm);
-    let limits =
-        (rpm.is_some() || tpm.is_some()).then(|| state.limiter.check(state.shared.clock.now_us(), tokens, rpm, tpm));
+    // Checked against the arrival time: the same instant in practice, and one clock read less.
+    let limits = (rpm.is_some() || tpm.is_some()).then(|| state.limiter.check(guard.t_us(), tokens, rpm, tpm));
     if let Some((which, wait)) = limits.and_then(|l| l.refused) {
         let (kind, what) = match which {
             LimitedBy::Requests => ("requests", "requests per min (RPM)"),
