@@ -82,8 +82,8 @@ pub(super) async fn run(args: Args) -> Result<(), CliError> {
         admin_token: args.admin_token.clone(),
     };
     // Handlers go in before the address is announced: whoever reads it may signal at once.
-    let shutdown =
-        Shutdown::install().map_err(|source| CliError::Io { context: "installing signal handlers".into(), source })?;
+    let shutdown = super::signals::Shutdown::install()
+        .map_err(|source| CliError::Io { context: "installing signal handlers".into(), source })?;
     let pool = MockPool::start(&upstreams, options).await?;
     announce(&pool).map_err(|source| CliError::Io { context: "writing to stdout".into(), source })?;
     shutdown.wait().await;
@@ -109,34 +109,4 @@ fn announce(pool: &MockPool) -> std::io::Result<()> {
         writeln!(out, "control on {admin}")?;
     }
     out.flush()
-}
-
-/// SIGINT and SIGTERM, registered up front so no signal falls into the default action.
-struct Shutdown {
-    #[cfg(unix)]
-    interrupt: tokio::signal::unix::Signal,
-    #[cfg(unix)]
-    terminate: tokio::signal::unix::Signal,
-}
-
-impl Shutdown {
-    fn install() -> std::io::Result<Self> {
-        #[cfg(unix)]
-        {
-            use tokio::signal::unix::{SignalKind, signal};
-            Ok(Self { interrupt: signal(SignalKind::interrupt())?, terminate: signal(SignalKind::terminate())? })
-        }
-        #[cfg(not(unix))]
-        Ok(Self {})
-    }
-
-    async fn wait(mut self) {
-        #[cfg(unix)]
-        tokio::select! {
-            _ = self.interrupt.recv() => {}
-            _ = self.terminate.recv() => {}
-        }
-        #[cfg(not(unix))]
-        let _ = tokio::signal::ctrl_c().await;
-    }
 }

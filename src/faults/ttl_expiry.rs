@@ -66,7 +66,7 @@ pub fn is_loopback_http(url: &str) -> bool {
         Some(v6) => v6.split(']').next().unwrap_or_default(),
         None => authority.rsplit_once(':').map_or(authority, |(h, _)| h),
     };
-    host.eq_ignore_ascii_case("localhost") || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
+    crate::net::is_loopback_host(host)
 }
 
 #[cfg(test)]

@@ -355,7 +355,7 @@ impl MockPool {
             }
             let addr = u.listen.unwrap_or_else(|| SocketAddr::from((Ipv4Addr::LOCALHOST, 0)));
             let listener =
-                server::bind(addr).await.map_err(|source| MockError::Bind { name: u.name.clone(), addr, source })?;
+                crate::net::bind(addr).map_err(|source| MockError::Bind { name: u.name.clone(), addr, source })?;
             let bound =
                 listener.local_addr().map_err(|source| MockError::Bind { name: u.name.clone(), addr, source })?;
             let state = UpstreamState::new(&u.name, Some(bound), u.profile.clone(), shared.clone());
@@ -441,7 +441,7 @@ async fn start_admin(
         addr,
         source: std::io::Error::new(std::io::ErrorKind::PermissionDenied, e),
     })?;
-    let listener = server::bind(addr).await.map_err(|source| MockError::Bind { name: "admin".into(), addr, source })?;
+    let listener = crate::net::bind(addr).map_err(|source| MockError::Bind { name: "admin".into(), addr, source })?;
     let bound = listener.local_addr().map_err(|source| MockError::Bind { name: "admin".into(), addr, source })?;
     let (stop, stop_rx) = watch::channel(false);
     tokio::spawn(admin::serve(listener, shared.clone(), token, stop_rx));

@@ -19,24 +19,13 @@ use hyper::service::service_fn;
 use hyper_util::rt::TokioExecutor;
 use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::GracefulShutdown;
-use tokio::net::{TcpListener, TcpSocket, TcpStream};
+use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 use super::conn::{ConnCtl, ConnIo};
 use super::events::{Event, EventKind};
 use super::service::{UpstreamState, handle};
-
-/// Listen backlog for every mock socket.
-pub const LISTEN_BACKLOG: u32 = 4096;
-
-/// Binds `addr` with the mock's backlog.
-pub async fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
-    let socket = if addr.is_ipv4() { TcpSocket::new_v4()? } else { TcpSocket::new_v6()? };
-    socket.set_reuseaddr(true)?;
-    socket.bind(addr)?;
-    socket.listen(LISTEN_BACKLOG)
-}
 
 async fn accept(listener: Option<&TcpListener>) -> std::io::Result<(TcpStream, SocketAddr)> {
     match listener {
@@ -75,7 +64,7 @@ pub(crate) async fn serve(
                 connections.abort_all();
                 record(&state, EventKind::OutageStarted, Some(fault.clone()), None);
             }
-            (None, false) => match bind(addr).await {
+            (None, false) => match crate::net::bind(addr) {
                 Ok(l) => {
                     listener = Some(l);
                     state.down.store(false, Ordering::Relaxed);
