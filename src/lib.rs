@@ -7,6 +7,8 @@
 pub mod cli;
 pub mod clock;
 pub mod faults;
+pub mod gateway;
 pub mod mock;
+pub mod net;
 pub mod scenario;
 pub mod seed;

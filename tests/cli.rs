@@ -120,6 +120,13 @@ fn validate_accepts_the_shipped_files() {
 }
 
 #[test]
+fn validate_recognises_gateway_policies() {
+    let out = chaos().args(["validate", "gateway/naive.toml", "gateway/hardened.toml"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("ok: gateway/hardened.toml (gateway policy `hardened`)"));
+}
+
+#[test]
 fn validate_reports_every_bad_file_with_location_and_exits_2() {
     let dir = tempfile::tempdir().unwrap();
     let bad = dir.path().join("bad.toml");
@@ -154,7 +161,7 @@ fn usage_errors_exit_2_and_help_exits_0() {
 
 #[test]
 fn schema_prints_the_committed_schema() {
-    for kind in ["scenario", "profile", "faults"] {
+    for kind in ["scenario", "profile", "faults", "gateway"] {
         let out = chaos().args(["schema", kind]).output().unwrap();
         let committed = std::fs::read(format!("schemas/{kind}.schema.json")).unwrap();
         assert_eq!(out.stdout, committed, "{kind}");
@@ -207,4 +214,57 @@ fn fault_commands_change_a_running_mock_and_exit_with_the_right_codes() {
     assert_eq!(chaos_fault("http://127.0.0.1:1", &["list"]).status.code(), Some(3), "unreachable control API");
     terminate(&child);
     assert_eq!(wait_with_deadline(&mut child, Duration::from_secs(10)), Some(0));
+}
+
+/// Starts `chaos gateway` with `args` and returns it with its origin.
+fn start_gateway(args: &[&str]) -> (Child, String) {
+    let mut child = chaos().arg("gateway").args(args).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
+    let mut reader = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    reader.read_line(&mut line).unwrap();
+    std::thread::spawn(move || std::io::copy(&mut reader, &mut std::io::sink()));
+    let re = regex_lite::Regex::new(r"^listening on http://127\.0\.0\.1:\d+$").unwrap();
+    assert!(re.is_match(line.trim_end()), "{line:?}");
+    (child, origin(&line))
+}
+
+#[test]
+fn gateway_serves_in_front_of_a_mock_and_stops_on_sigterm() {
+    let (mut mock, lines) = start_mock(&["--profile", "mock-upstreams/instant.toml"], 1);
+    let upstream = origin(&lines[0]);
+    let (mut gw, gw_origin) = start_gateway(&["--policy", "naive", "--upstream", &upstream]);
+    let client = reqwest::blocking::Client::new();
+    let body = r#"{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hi"}]}"#;
+    let resp = client.post(format!("{gw_origin}/v1/chat/completions")).body(body).send().unwrap();
+    assert_eq!(resp.status(), 200);
+    assert_eq!(resp.headers()["x-chaos-upstream"], upstream.as_str());
+    for path in ["/healthz", "/readyz", "/metrics"] {
+        assert_eq!(client.get(format!("{gw_origin}{path}")).send().unwrap().status(), 200, "{path}");
+    }
+    terminate(&gw);
+    terminate(&mock);
+    assert_eq!(wait_with_deadline(&mut gw, Duration::from_secs(10)), Some(0));
+    assert_eq!(wait_with_deadline(&mut mock, Duration::from_secs(10)), Some(0));
+}
+
+#[test]
+fn gateway_refuses_remote_upstreams_and_bad_policies_with_exit_2() {
+    let out = chaos().args(["gateway", "--upstream", "http://10.0.0.1:9000"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("not a loopback host"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.stdout.is_empty(), "nothing listened");
+
+    let dir = tempfile::tempdir().unwrap();
+    let policy = dir.path().join("mine.toml");
+    std::fs::write(&policy, "name = \"mine\"\n[retry]\nmax_retries = 2\nbackof = \"1s\"\n").unwrap();
+    let out =
+        chaos().args(["gateway", "--upstream", "http://127.0.0.1:9"]).arg("--config").arg(&policy).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains(&format!("{}:4:1: unknown key `backof`", policy.display())), "{stderr}");
+    assert!(stderr.contains("did you mean `backoff`?"), "{stderr}");
 }

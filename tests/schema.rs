@@ -56,3 +56,20 @@ fn the_schema_rejects_what_the_parser_rejects() {
     }
     assert!(v.is_valid(&as_json("[latency]\nttft = { dist = \"fixed\", value = \"1.5s\" }")));
 }
+
+#[test]
+fn the_gateway_schema_is_current_and_accepts_the_shipped_policies() {
+    let text = chaos::gateway::GatewayConfig::schema();
+    assert_eq!(
+        std::fs::read_to_string("schemas/gateway.schema.json").unwrap(),
+        text,
+        "run `cargo run -- schema gateway > schemas/gateway.schema.json`"
+    );
+    let v = jsonschema::validator_for(&serde_json::from_str(&text).unwrap()).unwrap();
+    for name in ["naive", "hardened"] {
+        let doc = as_json(&std::fs::read_to_string(format!("gateway/{name}.toml")).unwrap());
+        let errors: Vec<String> = v.iter_errors(&doc).map(|e| e.to_string()).collect();
+        assert!(errors.is_empty(), "{name}: {errors:?}");
+    }
+    assert!(!v.is_valid(&as_json("name = \"x\"\n[retry]\nmax_retries = \"three\"")));
+}

@@ -8,8 +8,10 @@
 //! | 3 | run aborted or harness failure |
 
 mod fault;
+mod gateway;
 mod mock;
 mod schema;
+mod signals;
 mod validate;
 
 use std::process::ExitCode;
@@ -39,6 +41,8 @@ pub enum Command {
     Schema(schema::Args),
     /// Inspect and change a running mock's faults through its control API.
     Fault(fault::Args),
+    /// Run the reference AI gateway (policy `naive` or `hardened`) in front of upstreams.
+    Gateway(gateway::Args),
 }
 
 /// Exit codes, as documented in the README.
@@ -70,6 +74,9 @@ pub enum CliError {
     /// The mock could not start or stop cleanly.
     #[error("{0}")]
     Mock(#[from] MockError),
+    /// The gateway could not start.
+    #[error("{0}")]
+    Gateway(#[from] crate::gateway::GatewayError),
     /// An I/O failure in the harness itself.
     #[error("{context}: {source}")]
     Io {
@@ -101,7 +108,8 @@ impl CliError {
         match self {
             Self::Scenario(_) | Self::Invalid(_) | Self::Usage(_) => Exit::Usage,
             Self::Control { status: Some(400..=499), .. } => Exit::Usage,
-            Self::Mock(_) | Self::Io { .. } | Self::Control { .. } => Exit::Harness,
+            Self::Gateway(crate::gateway::GatewayError::Upstream { .. }) => Exit::Usage,
+            Self::Mock(_) | Self::Gateway(_) | Self::Io { .. } | Self::Control { .. } => Exit::Harness,
         }
     }
 
@@ -162,6 +170,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
         Command::Validate(args) => validate::run(&args),
         Command::Schema(args) => schema::run(&args),
         Command::Fault(args) => fault::run(args).await,
+        Command::Gateway(args) => gateway::run(args).await,
     }
 }
 

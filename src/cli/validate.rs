@@ -1,8 +1,10 @@
-//! `chaos validate FILE...`: check scenario and profile files without running anything.
+//! `chaos validate FILE...`: check scenario, profile, faults and gateway policy files without
+//! running anything.
 
 use std::io::Write;
 use std::path::PathBuf;
 
+use crate::gateway::GatewayConfig;
 use crate::scenario::{FileKind, Scenario, Source, faults_from_source, profile_from_source};
 
 use super::CliError;
@@ -27,6 +29,8 @@ pub enum Kind {
     Profile,
     /// A faults file.
     Faults,
+    /// A reference gateway policy.
+    Gateway,
 }
 
 pub(super) fn run(args: &Args) -> Result<(), CliError> {
@@ -48,11 +52,15 @@ pub(super) fn run(args: &Args) -> Result<(), CliError> {
 
 fn check(path: &std::path::Path, kind: Option<Kind>) -> Result<String, crate::scenario::ScenarioError> {
     let src = Source::read(path)?;
+    if kind == Some(Kind::Gateway) || (kind.is_none() && GatewayConfig::looks_like(&src)) {
+        let policy = GatewayConfig::from_source(&src)?;
+        return Ok(format!("gateway policy `{}`", policy.name));
+    }
     let kind = match kind {
         Some(Kind::Scenario) => FileKind::Scenario,
         Some(Kind::Profile) => FileKind::Profile,
         Some(Kind::Faults) => FileKind::Faults,
-        None => FileKind::detect(&src),
+        Some(Kind::Gateway) | None => FileKind::detect(&src),
     };
     match kind {
         FileKind::Scenario => {

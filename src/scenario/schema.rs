@@ -33,12 +33,17 @@ impl SchemaKind {
 
 /// The schema as pretty-printed JSON with a trailing newline.
 pub fn generate(kind: SchemaKind) -> String {
-    let generator = SchemaSettings::draft2020_12().into_generator();
-    let schema = match kind {
-        SchemaKind::Scenario => generator.into_root_schema_for::<ScenarioFile>(),
-        SchemaKind::Profile => generator.into_root_schema_for::<ProfileFile>(),
-        SchemaKind::Faults => generator.into_root_schema_for::<FaultsFile>(),
-    };
+    match kind {
+        SchemaKind::Scenario => render::<ScenarioFile>(),
+        SchemaKind::Profile => render::<ProfileFile>(),
+        SchemaKind::Faults => render::<FaultsFile>(),
+    }
+}
+
+/// The draft 2020-12 schema of `T`, pretty-printed with a trailing newline (also used for
+/// formats defined outside this module, such as gateway policies).
+pub fn render<T: schemars::JsonSchema>() -> String {
+    let schema = SchemaSettings::draft2020_12().into_generator().into_root_schema_for::<T>();
     let mut text = serde_json::to_string_pretty(&schema).unwrap_or_default();
     text.push('\n');
     text
