@@ -33,49 +33,21 @@ cleanup() {
 }
 trap cleanup EXIT
 
-need() { command -v "$1" >/dev/null 2>&1; }
-if ! need wrk || ! need nginx || ! need taskset; then
-  echo "installing wrk, nginx, util-linux from Debian" >&2
-  apt-get update -qq >/dev/null
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk nginx-light util-linux >/dev/null
-fi
+source ci/bench-lib.sh
+install_peers
 ulimit -n 20000 2>/dev/null || true
 
 cargo build --release --quiet --bin chaos --example bench_open_streams
 CHAOS=target/release/chaos
 STREAMS_CLIENT=target/release/examples/bench_open_streams
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-
 # Starts `chaos mock` pinned to the server CPU; sets MOCK_PID and MOCK_URL.
 start_mock() {
-  taskset -c $SERVER_CPU "$CHAOS" mock --profile "$1" --attempt-ring "${2:-100000}" > "$WORK/mock.out" 2> "$WORK/mock.err" &
-  MOCK_PID=$!
-  PIDS+=("$MOCK_PID")
-  for _ in $(seq 100); do grep -q '^listening on ' "$WORK/mock.out" 2>/dev/null && break; sleep 0.05; done
-  MOCK_URL=$(sed -n 's/^listening on \(http:[^ ]*\).*/\1/p' "$WORK/mock.out" | head -1)
+  start_listening $SERVER_CPU mock "$CHAOS" mock --profile "$1" --attempt-ring "${2:-100000}"
+  MOCK_PID=$STARTED_PID
+  MOCK_URL=$STARTED_URL
 }
-stop_mock() { kill -TERM "$MOCK_PID" 2>/dev/null || true; wait "$MOCK_PID" 2>/dev/null || true; }
-
-# Sum of user+system CPU ticks of a set of PIDs.
-cpu_ticks() { local t=0; for p in "$@"; do t=$((t + $(awk '{print $14 + $15}' "/proc/$p/stat"))); done; echo $t; }
-rss_kib() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
-
-# wrk run; prints "rps p50 p99 p999 refused requests" (latencies in µs).
-run_wrk() {
-  local url=$1 conns=$2
-  local out
-  out=$(taskset -c $CLIENT_CPU wrk -t1 -c"$conns" -d"${SECONDS_PER_RUN}s" --timeout 10s -s ci/wrk-post.lua "$url/v1/chat/completions")
-  local req dur
-  req=$(echo "$out" | sed -n 's/^REQ requests=\([0-9]*\).*/\1/p')
-  dur=$(echo "$out" | sed -n 's/.*duration_us=\([0-9]*\).*/\1/p')
-  local lat err
-  lat=$(echo "$out" | sed -n 's/^LAT p50=\([0-9]*\) p99=\([0-9]*\) p999=\([0-9]*\).*/\1 \2 \3/p')
-  err=$(echo "$out" | sed -n 's/^ERR connect=\([0-9]*\).*/\1/p')
-  echo "$(awk -v r="$req" -v d="$dur" 'BEGIN{printf "%.0f", r*1e6/d}') $lat $err $req"
-}
-
-median() { sort -g | awk '{a[NR]=$1} END{print a[int((NR+1)/2)]}'; }
+stop_mock() { stop_pid "$MOCK_PID"; }
 
 if section 1; then
 echo "== 1. zero-latency throughput (64 connections, ${SECONDS_PER_RUN}s x ${ROUNDS} rounds, alternating)"
@@ -110,7 +82,7 @@ for r in $(seq "$ROUNDS"); do
     before=$(cpu_ticks $pids)
     read -r rps _ _ _ _ req < <(run_wrk "$url" 64)
     after=$(cpu_ticks $pids)
-    us=$(awk -v t=$((after - before)) -v n="$req" -v hz="$(getconf CLK_TCK)" 'BEGIN{printf "%.2f", t*1e6/hz/n}')
+    us=$(us_per_request "$before" "$after" "$req")
     echo "   round $r $target: $rps req/s, $us µs CPU/request"
     echo "$rps $us" >> "$WORK/tp.$target"
   done
@@ -119,7 +91,7 @@ stop_mock
 kill "$(cat "$WORK/nginx.pid")"; rm -f "$WORK/nginx.pid"
 m_rps=$(cut -d' ' -f1 "$WORK/tp.mock" | median); n_rps=$(cut -d' ' -f1 "$WORK/tp.nginx" | median)
 m_us=$(cut -d' ' -f2 "$WORK/tp.mock" | median); n_us=$(cut -d' ' -f2 "$WORK/tp.nginx" | median)
-echo "   median: mock $m_rps req/s ($m_us µs/req), nginx $n_rps req/s ($n_us µs/req), ratio $(awk -v a="$m_rps" -v b="$n_rps" 'BEGIN{printf "%.2f", a/b}')"
+echo "   median: mock $m_rps req/s ($m_us µs/req), nginx $n_rps req/s ($n_us µs/req), ratio $(ratio "$m_rps" "$n_rps")"
 fi
 
 if section 2; then
@@ -136,11 +108,11 @@ for conns in 256 1024 4096; do
   for r in $(seq "$ROUNDS"); do
     read -r rps p50 p99 p999 refused _ < <(run_wrk "$MOCK_URL" "$conns")
     pct=$(awk -v r="$rps" -v c="$conns" 'BEGIN{printf "%.1f", 100*r/(c/0.1)}')
-    echo "   round $r, $conns conns: p50 $(awk -v x="$p50" 'BEGIN{printf "%.1f", x/1e3}') ms, p99 $(awk -v x="$p99" 'BEGIN{printf "%.1f", x/1e3}') ms, p99.9 $(awk -v x="$p999" 'BEGIN{printf "%.1f", x/1e3}') ms, $rps req/s = $pct % of ideal, refused $refused"
+    echo "   round $r, $conns conns: p50 $(ms "$p50") ms, p99 $(ms "$p99") ms, p99.9 $(ms "$p999") ms, $rps req/s = $pct % of ideal, refused $refused"
     echo "$p50 $p99 $p999 $pct $refused" >> "$WORK/d.$conns"
   done
   col() { cut -d' ' -f"$1" "$WORK/d.$conns" | median; }
-  echo "   median $conns conns: p50 $(awk -v x="$(col 1)" 'BEGIN{printf "%.1f", x/1e3}') / p99 $(awk -v x="$(col 2)" 'BEGIN{printf "%.1f", x/1e3}') / p99.9 $(awk -v x="$(col 3)" 'BEGIN{printf "%.1f", x/1e3}') ms, $(col 4) % of ideal, refused $(col 5)"
+  echo "   median $conns conns: p50 $(ms "$(col 1)") / p99 $(ms "$(col 2)") / p99.9 $(ms "$(col 3)") ms, $(col 4) % of ideal, refused $(col 5)"
 done
 stop_mock
 fi
@@ -185,10 +157,8 @@ for r in $(seq "$ROUNDS"); do
       ten) extra=(--faults ci/faults-10.toml) ;;
       eval) extra=(--faults ci/faults-10-eval.toml) ;;
     esac
-    taskset -c $SERVER_CPU "$CHAOS" mock --profile mock-upstreams/instant.toml "${extra[@]}" > "$WORK/mock.out" 2> "$WORK/mock.err" &
-    MOCK_PID=$!; PIDS+=("$MOCK_PID")
-    for _ in $(seq 100); do grep -q '^listening on ' "$WORK/mock.out" 2>/dev/null && break; sleep 0.05; done
-    MOCK_URL=$(sed -n 's/^listening on \(http:[^ ]*\).*/\1/p' "$WORK/mock.out" | head -1)
+    start_listening $SERVER_CPU mock "$CHAOS" mock --profile mock-upstreams/instant.toml "${extra[@]}"
+    MOCK_PID=$STARTED_PID; MOCK_URL=$STARTED_URL
     read -r rps _ < <(run_wrk "$MOCK_URL" 64)
     stop_mock
     echo "   round $r, $variant: $rps req/s"
@@ -196,6 +166,5 @@ for r in $(seq "$ROUNDS"); do
   done
 done
 f_none=$(median < "$WORK/f.none"); f_ten=$(median < "$WORK/f.ten"); f_eval=$(median < "$WORK/f.eval")
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.2f", a/b}'; }
 echo "   median: no faults $f_none req/s; 10 faults $f_ten req/s, ratio $(ratio "$f_ten" "$f_none"); evaluation only $f_eval req/s, ratio $(ratio "$f_eval" "$f_none")"
 fi
