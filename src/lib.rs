@@ -12,3 +12,4 @@ pub mod mock;
 pub mod net;
 pub mod scenario;
 pub mod seed;
+pub mod words;

@@ -190,3 +190,87 @@ fn fault_values_are_checked_where_they_are_written() {
         flush = { http = "http://10.1.2.3/flush" }
     "#}));
 }
+
+const UPSTREAM: &str = "name = \"x\"\n[[upstream]]\nname = \"primary\"\n";
+
+#[test]
+fn a_phase_needs_users_or_a_rate_not_both() {
+    insta::assert_snapshot!(scenario_error(&format!(
+        "{UPSTREAM}{}",
+        indoc! {r#"
+            [load]
+            [[load.phase]]
+            name = "a"
+            duration = "10s"
+            users = 4
+            rate = 10.0
+        "#}
+    )));
+}
+
+#[test]
+fn a_misspelt_load_key_suggests_the_right_one() {
+    insta::assert_snapshot!(scenario_error(&format!(
+        "{UPSTREAM}{}",
+        indoc! {r#"
+            [load]
+            strem = true
+        "#}
+    )));
+}
+
+#[test]
+fn a_sweep_with_an_unknown_request_id_mode_lists_the_modes() {
+    insta::assert_snapshot!(scenario_error(&format!(
+        "{UPSTREAM}{}",
+        indoc! {r#"
+            [load]
+            request_id = "cookie"
+            [load.sweep]
+            users = [1, 2]
+            step = "5s"
+        "#}
+    )));
+}
+
+#[test]
+fn a_fault_anchored_at_an_unknown_phase_suggests_one() {
+    insta::assert_snapshot!(scenario_error(&format!(
+        "{UPSTREAM}{}",
+        indoc! {r#"
+            [load]
+            [[load.phase]]
+            name = "fault"
+            duration = "10s"
+            users = 1
+            [[fault]]
+            kind = "latency"
+            multiplier = 3.0
+            at = "phase:falut+2s"
+        "#}
+    )));
+}
+
+#[test]
+fn a_sut_placeholder_naming_an_unknown_upstream_is_located() {
+    insta::assert_snapshot!(scenario_error(&format!(
+        "{UPSTREAM}{}",
+        indoc! {r#"
+            [sut]
+            command = ["my-gateway", "--upstream", "{upstream.secondary.url}"]
+            url = "http://127.0.0.1:{sut.port}"
+        "#}
+    )));
+}
+
+#[test]
+fn a_sut_cannot_be_both_builtin_and_a_command() {
+    insta::assert_snapshot!(scenario_error(&format!(
+        "{UPSTREAM}{}",
+        indoc! {r#"
+            [sut]
+            builtin = "gateway"
+            command = ["x"]
+        "#}
+    )));
+}

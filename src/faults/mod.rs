@@ -52,6 +52,9 @@ macro_rules! fault_spec {
             pub name: Option<String>,
             /// Start, after the run starts (or after it is added through the control API).
             pub start: Option<$crate::scenario::Duration>,
+            /// Scenario files only: count `start` from a phase's start instead of the run's,
+            /// e.g. `"phase:fault"` or `"phase:fault+10s"`.
+            pub at: Option<String>,
             /// How long it lasts (absent: until the end).
             pub duration: Option<$crate::scenario::Duration>,
             /// Length of the linear ramp-in and of the ramp-out of its strength.
@@ -70,6 +73,7 @@ macro_rules! fault_spec {
                 $crate::faults::EnvelopeMut {
                     name: &mut self.name,
                     start: &mut self.start,
+                    at: &mut self.at,
                     duration: &mut self.duration,
                     ramp: &mut self.ramp,
                     probability: &mut self.probability,
@@ -82,6 +86,7 @@ macro_rules! fault_spec {
                 $crate::faults::EnvelopeRef {
                     name: self.name.as_deref(),
                     start: self.start,
+                    at: self.at.as_deref(),
                     duration: self.duration,
                     ramp: self.ramp,
                     probability: self.probability,
@@ -100,6 +105,8 @@ pub struct EnvelopeRef<'a> {
     pub name: Option<&'a str>,
     /// Start offset.
     pub start: Option<Duration>,
+    /// Phase anchor (scenario files only).
+    pub at: Option<&'a str>,
     /// Duration.
     pub duration: Option<Duration>,
     /// Ramp.
@@ -117,6 +124,8 @@ pub struct EnvelopeMut<'a> {
     pub name: &'a mut Option<String>,
     /// Start offset.
     pub start: &'a mut Option<Duration>,
+    /// Phase anchor.
+    pub at: &'a mut Option<String>,
     /// Duration.
     pub duration: &'a mut Option<Duration>,
     /// Ramp.
@@ -214,6 +223,14 @@ impl Fault {
         }
         if let Some(name) = env.name.filter(|n| !valid_name(n)) {
             out.push("name", format!("{name:?}"), "letters, digits, `-`, `_` or `.`");
+        }
+        if let Some(at) = env.at {
+            // A scenario resolves its anchors before this check; anywhere else there are no phases.
+            out.push(
+                "at",
+                format!("{at:?}"),
+                "no `at` here: phase anchors work only in scenario files with [[load.phase]]",
+            );
         }
         match self {
             Self::Latency(f) => f.problems(&mut out),

@@ -13,7 +13,6 @@ use hyper::{Response, StatusCode};
 use super::attempts::Decision;
 use super::body::{Abort, End, Framing, MockBody, Paced, StreamFault, TokenStream};
 use super::conn::ConnCtl;
-use super::content::Words;
 use super::latency::Plan;
 use super::provider_error::{Flavor, ProviderError};
 use super::rate_limit::{RateDecision, push_reset_text};
@@ -22,6 +21,7 @@ use super::service::{AttemptGuard, Outcome, UpstreamState, admit, pause};
 use super::{anthropic, embeddings, openai};
 use crate::faults::{Action, Entry, Fault, HangMode, MalformedMode, RequestFacts, ResetWhen, Verdict};
 use crate::seed::{mix, rng_for};
+use crate::words::Words;
 
 /// The `x-chaos-fault` header: one fault, as JSON, applied to this request only. `Err` says
 /// why it cannot be used.

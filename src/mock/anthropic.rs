@@ -5,8 +5,8 @@
 use bytes::Bytes;
 use serde_json::json;
 
-use super::content::{Token, Words};
 use super::openai::{exact, push_json_str, push_u64};
+use crate::words::{Token, Words};
 
 /// Anthropic's stop reason for a finish reason.
 pub fn stop_reason(capped: bool) -> &'static str {

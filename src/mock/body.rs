@@ -21,10 +21,10 @@ use tokio::time::Sleep;
 
 use super::anthropic::EventFrame;
 use super::conn::ConnCtl;
-use super::content::Words;
 use super::latency::Plan;
 use super::openai::{ChunkFrame, Usage};
 use super::service::AttemptGuard;
+use crate::words::Words;
 
 /// Tokens per frame at most, so a zero inter-token time does not build one huge buffer.
 const MAX_TOKENS_PER_FRAME: u32 = 256;

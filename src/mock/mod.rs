@@ -24,7 +24,6 @@ pub mod attempts;
 mod body;
 pub mod capacity;
 mod conn;
-pub mod content;
 pub mod embeddings;
 pub mod events;
 mod expiry;
@@ -398,6 +397,16 @@ impl MockPool {
     /// Adds faults whose `start` counts from now.
     pub fn add_faults(&self, faults: Vec<NamedFault>) -> Result<Vec<Arc<Entry>>, TimelineError> {
         self.shared.timeline.add(faults, self.shared.clock.now_us())
+    }
+
+    /// Adds faults whose `start` counts from `origin_us` on the run clock (a run's load start).
+    pub fn add_faults_at(&self, faults: Vec<NamedFault>, origin_us: u64) -> Result<Vec<Arc<Entry>>, TimelineError> {
+        self.shared.timeline.add(faults, origin_us)
+    }
+
+    /// Attempts recorded so far, every upstream (not bounded by the in-memory ring).
+    pub fn attempts_recorded(&self) -> u64 {
+        self.shared.attempts.recorded()
     }
 
     /// Removes the fault called `name`.

@@ -5,7 +5,7 @@
 use bytes::Bytes;
 use serde::Serialize;
 
-use super::content::{Token, Words};
+use crate::words::{Token, Words};
 
 /// Usage block shared by the final object and the usage chunk.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]

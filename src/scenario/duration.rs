@@ -43,6 +43,27 @@ impl Duration {
     }
 }
 
+impl std::ops::Add for Duration {
+    type Output = Self;
+
+    fn add(self, other: Self) -> Self {
+        Self(self.0.saturating_add(other.0))
+    }
+}
+
+impl std::ops::AddAssign for Duration {
+    fn add_assign(&mut self, other: Self) {
+        *self = *self + other;
+    }
+}
+
+impl Duration {
+    /// This duration times `factor` (≥ 0), for `--time-scale`; rounded to the microsecond.
+    pub fn scaled(self, factor: f64) -> Self {
+        Self(std::time::Duration::from_micros((self.0.as_secs_f64() * factor * 1e6).round() as u64))
+    }
+}
+
 impl From<std::time::Duration> for Duration {
     fn from(d: std::time::Duration) -> Self {
         Self(d)

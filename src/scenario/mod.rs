@@ -6,9 +6,11 @@
 mod distribution;
 mod duration;
 mod error;
+pub mod load;
 mod profile;
 pub mod schema;
 mod source;
+pub mod sut;
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -19,11 +21,13 @@ use serde::{Deserialize, Serialize};
 pub use distribution::{Distribution, Quantity};
 pub use duration::{Duration, EXPECTED_DURATION};
 pub use error::{Location, ScenarioError, suggest};
+pub use load::{Arrival, KeyDistribution, Load, LoadLevel, LoadSection, RequestIdMode, Stage, StageKind};
 pub use profile::{
     Capacity, CapacitySection, DEFAULT_MAX_BODY_BYTES, DEFAULT_QUEUE, HttpSection, Latency, LatencySection, Overflow,
     Profile, ProfileFile, RateLimit, RateLimitSection, UpstreamSpec,
 };
 pub use source::Source;
+pub use sut::{AbortSection, Limits, LimitsSection, Placeholder, Sut, SutKind, SutMode, SutSection};
 
 use crate::faults::{Fault, Timeline};
 
@@ -43,6 +47,19 @@ pub struct ScenarioFile {
     /// The fault timeline, in order.
     #[serde(default)]
     pub fault: Vec<Fault>,
+    /// The system under test (absent: load goes straight to the first upstream).
+    pub sut: Option<SutSection>,
+    /// The load: what is sent, and the phases and sweep steps.
+    pub load: Option<LoadSection>,
+    /// Bounds of the run.
+    #[serde(default)]
+    pub limits: LimitsSection,
+    /// Conditions that stop the run early.
+    #[serde(default)]
+    pub abort: AbortSection,
+    /// Non-loopback hosts load may go to (the command line must name them too).
+    #[serde(default)]
+    pub allow_remote: Vec<String>,
 }
 
 /// A faults file (`chaos mock --faults FILE`): only `[[fault]]` tables.
@@ -87,8 +104,40 @@ pub struct Scenario {
     pub seed: u64,
     /// Resolved upstreams, in file order.
     pub upstreams: Vec<Upstream>,
-    /// The fault timeline.
+    /// The fault timeline, `start` counted from the run start (phase anchors resolved).
     pub faults: Vec<NamedFault>,
+    /// The system under test (`None`: the first upstream).
+    pub sut: Option<Sut>,
+    /// The load (`None`: the file only describes upstreams and faults; it cannot be run).
+    pub load: Option<Load>,
+    /// Bounds and abort conditions.
+    pub limits: Limits,
+    /// Non-loopback hosts the scenario allows.
+    pub allow_remote: Vec<String>,
+    /// The `--time-scale` factor applied (1 = as written).
+    pub time_scale: f64,
+    /// The file's text as read, copied into the run folder.
+    #[serde(skip)]
+    pub text: String,
+}
+
+impl Scenario {
+    /// The longest the load may run (see [`Limits::max_duration`]).
+    pub fn max_duration(&self) -> Duration {
+        let (length, timeout) =
+            self.load.as_ref().map_or((Duration::ZERO, Duration::ZERO), |l| (l.length(), l.timeout));
+        self.limits.max_duration(length, timeout)
+    }
+}
+
+/// How a unit enum value is spelt in files and JSON (`"in_process"`, `"poisson"`), for
+/// messages and tables: one spelling everywhere, taken from its serde name.
+pub fn wire_name<T: Serialize>(value: &T) -> String {
+    match serde_json::to_value(value) {
+        Ok(serde_json::Value::String(s)) => s,
+        Ok(other) => other.to_string(),
+        Err(_) => "?".into(),
+    }
 }
 
 /// The seed used when a file does not set one.
@@ -149,7 +198,18 @@ impl Scenario {
         }
         let upstreams = resolve_members(src, &Profile::default(), &file.upstream, &mut errors);
         let names: Vec<&str> = upstreams.iter().map(|u| u.name.as_str()).collect();
-        let faults = check_faults(src, &file.fault, &names, &mut errors);
+        let mut problems = Vec::new();
+        if let Some(load) = &file.load {
+            problems.extend(load::problems(load));
+        }
+        if let Some(sut) = &file.sut {
+            problems.extend(sut.problems(&names));
+        }
+        problems.extend(sut::limit_problems(&file.limits, &file.abort));
+        errors.extend(problems.into_iter().map(|(k, found, expected)| src.invalid(&k, found, expected)));
+        let load = file.load.as_ref().map(load::resolve);
+        let anchored = anchor_faults(src, &file.fault, load.as_ref(), &mut errors);
+        let faults = check_faults(src, &anchored, &names, &mut errors);
         if let Some(e) = ScenarioError::from_list(errors) {
             return Err(e);
         }
@@ -160,8 +220,99 @@ impl Scenario {
             seed: file.seed.unwrap_or(DEFAULT_SEED),
             upstreams,
             faults,
+            sut: file.sut.as_ref().map(|s| s.resolve(src.dir())),
+            load,
+            limits: sut::resolve_limits(&file.limits, &file.abort),
+            allow_remote: file.allow_remote,
+            time_scale: 1.0,
+            text: src.text.clone(),
         })
     }
+
+    /// The same scenario with every timeline duration multiplied by `factor` (`--time-scale`):
+    /// phases, sweep steps and warm-ups, think times, fault start/duration/ramp (so TTL windows
+    /// too), and a `limits.max_duration` that is written. Latencies, timeouts and `Retry-After` are properties of
+    /// the systems involved and stay as they are.
+    pub fn scaled(mut self, factor: f64) -> Self {
+        if factor == 1.0 {
+            return self;
+        }
+        if let Some(load) = &mut self.load {
+            for stage in &mut load.stages {
+                stage.start = stage.start.scaled(factor);
+                stage.duration = stage.duration.scaled(factor);
+                stage.warmup = stage.warmup.scaled(factor);
+                if let LoadLevel::Closed { think, .. } = &mut stage.level {
+                    *think = think.scaled(factor);
+                }
+            }
+        }
+        for f in &mut self.faults {
+            let env = f.fault.envelope_mut();
+            for d in [env.start, env.duration, env.ramp] {
+                *d = d.map(|d| d.scaled(factor));
+            }
+        }
+        self.limits.max_duration_set = self.limits.max_duration_set.map(|d| d.scaled(factor));
+        if let Some((rate, window, min)) = self.limits.abort_error_rate {
+            self.limits.abort_error_rate = Some((rate, window.scaled(factor), min));
+        }
+        self.limits.abort_sut_not_ready_for = self.limits.abort_sut_not_ready_for.map(|d| d.scaled(factor));
+        self.time_scale *= factor;
+        self
+    }
+}
+
+/// Parses a phase anchor: `phase:NAME` or `phase:NAME+DURATION`.
+fn parse_anchor(at: &str) -> Option<(&str, Duration)> {
+    let rest = at.strip_prefix("phase:")?;
+    match rest.split_once('+') {
+        Some((name, offset)) => Some((name.trim(), offset.parse().ok()?)),
+        None => Some((rest.trim(), Duration::ZERO)),
+    }
+}
+
+/// Resolves `at = "phase:NAME[+D]"`: the fault's `start` then counts from that phase's start.
+fn anchor_faults(src: &Source, faults: &[Fault], load: Option<&Load>, errors: &mut Vec<ScenarioError>) -> Vec<Fault> {
+    let phases: Vec<&Stage> =
+        load.map(|l| l.stages.iter().filter(|s| s.kind == StageKind::Phase).collect()).unwrap_or_default();
+    faults
+        .iter()
+        .enumerate()
+        .map(|(i, fault)| {
+            let mut fault = fault.clone();
+            let Some(at) = fault.envelope().at.map(str::to_string) else { return fault };
+            let key = format!("fault[{i}].at");
+            let Some((name, offset)) = parse_anchor(&at) else {
+                errors.push(src.invalid(
+                    &key,
+                    format!("{at:?}"),
+                    "\"phase:NAME\" or \"phase:NAME+DURATION\", e.g. \"phase:fault+10s\"",
+                ));
+                return fault;
+            };
+            match phases.iter().find(|p| p.name == name) {
+                Some(phase) => {
+                    let env = fault.envelope_mut();
+                    *env.start = Some(phase.start + offset + env.start.unwrap_or_default());
+                    *env.at = None;
+                }
+                None => {
+                    let names: Vec<&str> = phases.iter().map(|p| p.name.as_str()).collect();
+                    let hint = suggest(name, names.iter().copied())
+                        .map_or_else(String::new, |s| format!(" (did you mean {s:?}?)"));
+                    let expected = if names.is_empty() {
+                        "a phase name, but the scenario has no [[load.phase]]".to_string()
+                    } else {
+                        format!("one of the phases: {}", names.join(", "))
+                    };
+                    errors.push(src.invalid(&key, format!("phase {name:?}{hint}"), expected));
+                    *fault.envelope_mut().at = None;
+                }
+            }
+            fault
+        })
+        .collect()
 }
 
 /// Reads a faults file, checking `match.upstream` against `upstreams` (when given).

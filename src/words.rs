@@ -1,5 +1,6 @@
 //! Deterministic generated text: the same seed and prompt give the same answer, token for
-//! token, so runs are reproducible and caches in front of the mock see stable content.
+//! token, so runs are reproducible and caches in front of the mock see stable content. The
+//! load generator builds its prompt set from the same vocabulary.
 //!
 //! Each token is one word from a fixed vocabulary (with a leading space after the first), so
 //! `usage.completion_tokens` equals the number of streamed content deltas.
