@@ -10,6 +10,7 @@
 mod fault;
 mod gateway;
 mod mock;
+mod run;
 mod schema;
 mod signals;
 mod validate;
@@ -43,6 +44,8 @@ pub enum Command {
     Fault(fault::Args),
     /// Run the reference AI gateway (policy `naive` or `hardened`) in front of upstreams.
     Gateway(gateway::Args),
+    /// Run a scenario: mocks, faults, the system under test and the load; write the run folder.
+    Run(run::Args),
 }
 
 /// Exit codes, as documented in the README.
@@ -92,6 +95,17 @@ pub enum CliError {
     /// A command line the harness cannot act on.
     #[error("{0}")]
     Usage(String),
+    /// A run could not start or finish.
+    #[error("{0}")]
+    Run(#[from] crate::experiment::RunError),
+    /// A run ended early; its folder holds a partial report.
+    #[error("run aborted: {reason}\n  partial report: {dir}")]
+    Aborted {
+        /// Why.
+        reason: String,
+        /// The run folder.
+        dir: String,
+    },
     /// The control API refused a change (`status` 4xx) or could not be reached.
     #[error("{message}")]
     Control {
@@ -109,14 +123,18 @@ impl CliError {
             Self::Scenario(_) | Self::Invalid(_) | Self::Usage(_) => Exit::Usage,
             Self::Control { status: Some(400..=499), .. } => Exit::Usage,
             Self::Gateway(crate::gateway::GatewayError::Upstream { .. }) => Exit::Usage,
+            Self::Run(e) if e.is_usage() => Exit::Usage,
             Self::Mock(_) | Self::Gateway(_) | Self::Io { .. } | Self::Control { .. } => Exit::Harness,
+            Self::Run(_) | Self::Aborted { .. } => Exit::Harness,
         }
     }
 
     /// Text for stderr.
     pub fn render(&self) -> String {
         match self {
-            Self::Scenario(e) => e.render(),
+            Self::Scenario(e) | Self::Run(crate::experiment::RunError::Sut(crate::sut::SutError::Policy(e))) => {
+                e.render()
+            }
             Self::Invalid(_) => String::new(),
             other => format!("error: {other}\n"),
         }
@@ -171,13 +189,15 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
         Command::Schema(args) => schema::run(&args),
         Command::Fault(args) => fault::run(args).await,
         Command::Gateway(args) => gateway::run(args).await,
+        Command::Run(args) => run::run(args).await,
     }
 }
 
 fn init_tracing() {
     use std::io::IsTerminal;
     use tracing_subscriber::EnvFilter;
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    // Goose logs every failed request at warn level through `log`; the run reports them itself.
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info,goose=error"));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

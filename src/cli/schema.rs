@@ -26,6 +26,8 @@ pub enum Kind {
     Faults,
     /// Reference gateway policies (`gateway/*.toml`).
     Gateway,
+    /// A run's `summary.json`.
+    Summary,
 }
 
 pub(super) fn run(args: &Args) -> Result<(), CliError> {
@@ -34,6 +36,7 @@ pub(super) fn run(args: &Args) -> Result<(), CliError> {
         Kind::Profile => generate(SchemaKind::Profile),
         Kind::Faults => generate(SchemaKind::Faults),
         Kind::Gateway => GatewayConfig::schema(),
+        Kind::Summary => crate::scenario::schema::render::<crate::analysis::Summary>(),
     };
     std::io::stdout()
         .write_all(text.as_bytes())

@@ -1,0 +1,77 @@
+//! The run's numbers: pure, synchronous code over plain records (client samples, the mock's
+//! attempt times), so the same numbers come out live or from a saved run folder.
+//!
+//! [`recorder`] keeps HDR histograms (µs) per stage and per 1-second window with bounded
+//! memory; [`summary`] turns them into the versioned `summary.json`.
+
+pub mod recorder;
+pub mod summary;
+
+pub use recorder::{OutcomeCounts, Recorder, StageRecord, WindowSummary};
+pub use summary::{RunStatus, SCHEMA_VERSION, StageSummary, Summary};
+
+/// One upstream attempt as the analysis needs it: when, and for which logical request (the
+/// number in `r{id}`, from `x-chaos-request-id` or the prompt marker).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AttemptRef {
+    /// Arrival at the mock, µs on the run clock.
+    pub t_us: u64,
+    /// Logical request number, when the attempt carried one.
+    pub id: Option<u64>,
+}
+
+impl AttemptRef {
+    /// Parses a correlation id of the form `r{number}`.
+    pub fn parse_id(id: &str) -> Option<u64> {
+        id.strip_prefix('r')?.parse().ok()
+    }
+}
+
+/// Counts attempts per stage by request id: attempt `a` belongs to the stage whose id range
+/// holds `a.id`. `None` for a stage when no attempt carried an id (ids were off).
+pub fn count_by_id(attempts: &[AttemptRef], ranges: &[Option<(u64, u64)>]) -> Vec<Option<u64>> {
+    if attempts.iter().all(|a| a.id.is_none()) {
+        return vec![None; ranges.len()];
+    }
+    let mut counts = vec![Some(0u64); ranges.len()];
+    for id in attempts.iter().filter_map(|a| a.id) {
+        if let Some(i) = ranges.iter().position(|r| r.is_some_and(|(lo, hi)| id >= lo && id <= hi)) {
+            counts[i] = counts[i].map(|c| c + 1);
+        }
+    }
+    counts
+}
+
+/// Counts the attempt times (µs on the run clock) that fall in each `[start, end)` span.
+pub fn count_in_spans(times: impl IntoIterator<Item = u64>, spans: &[(u64, u64)]) -> Vec<u64> {
+    let mut counts = vec![0; spans.len()];
+    for t in times {
+        for (i, (start, end)) in spans.iter().enumerate() {
+            if t >= *start && t < *end {
+                counts[i] += 1;
+            }
+        }
+    }
+    counts
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn attempts_join_their_stage_by_request_id() {
+        let a = |t, id| AttemptRef { t_us: t, id: Some(id) };
+        let attempts = [a(0, 1), a(1, 1), a(2, 2), a(99, 7), a(3, 50)];
+        assert_eq!(count_by_id(&attempts, &[Some((0, 5)), Some((6, 9)), None]), [Some(3), Some(1), Some(0)]);
+        assert_eq!(count_by_id(&[AttemptRef { t_us: 0, id: None }], &[Some((0, 5))]), [None]);
+        assert_eq!(AttemptRef::parse_id("r42"), Some(42));
+        assert_eq!(AttemptRef::parse_id("x42"), None);
+    }
+
+    #[test]
+    fn attempts_are_counted_in_the_spans_they_fall_in() {
+        let counts = super::count_in_spans([0, 5, 10, 15, 25], &[(0, 10), (10, 20), (0, 30)]);
+        assert_eq!(counts, [2, 2, 5]);
+    }
+}

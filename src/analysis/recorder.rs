@@ -1,0 +1,372 @@
+//! Turning the stream of samples into numbers with bounded memory: HDR histograms in µs per
+//! stage (latency from the intended send time, TTFT, inter-token gaps, schedule lag) and per
+//! 1-second window of completion time. A window is reduced to a small summary as soon as no
+//! more samples can land in it, so a one-hour game day keeps ~3,600 summaries, not samples.
+
+use std::collections::BTreeMap;
+
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+
+use crate::load::{Outcome, Sample};
+use crate::scenario::Stage;
+
+/// Highest value recorded, µs (one hour); larger values are clamped to it.
+const MAX_US: u64 = 3_600_000_000;
+
+/// A latency histogram: 1 µs to 1 h with `sigfig` (at most 5) significant figures.
+pub fn histogram(sigfig: u8) -> Histogram<u64> {
+    // Fixed, valid bounds: construction cannot fail.
+    Histogram::new_with_bounds(1, MAX_US, sigfig.min(5)).expect("1 µs to 1 h is a valid histogram range")
+}
+
+fn record(h: &mut Histogram<u64>, us: u64) {
+    h.saturating_record(us.clamp(1, MAX_US));
+}
+
+/// Outcome counts, indexed by [`Outcome::index`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OutcomeCounts(pub [u64; 8]);
+
+impl OutcomeCounts {
+    /// Counts one.
+    pub fn add(&mut self, o: Outcome) {
+        self.0[o.index()] += 1;
+    }
+
+    /// All requests.
+    pub fn total(&self) -> u64 {
+        self.0.iter().sum()
+    }
+
+    /// Requests that failed (neither ok nor fallback).
+    pub fn failed(&self) -> u64 {
+        Outcome::ALL.iter().filter(|o| o.failed()).map(|o| self.0[o.index()]).sum()
+    }
+
+    /// The count of `o`.
+    pub fn get(&self, o: Outcome) -> u64 {
+        self.0[o.index()]
+    }
+}
+
+/// Everything measured for one stage (samples whose intended time falls in it, after warm-up).
+#[derive(Clone, Debug)]
+pub struct StageRecord {
+    /// Latency from the intended send time, µs.
+    pub latency: Histogram<u64>,
+    /// Time to first token, µs (streams).
+    pub ttft: Histogram<u64>,
+    /// Gaps between tokens, µs (streams).
+    pub itl: Histogram<u64>,
+    /// Schedule lag (sent − intended), µs.
+    pub lag: Histogram<u64>,
+    /// Lag in the first and last third of the stage, to see a growing backlog at the generator.
+    pub lag_thirds: [Histogram<u64>; 2],
+    /// Latency in the first and last third of the stage, to see a growing backlog anywhere.
+    pub latency_thirds: [Histogram<u64>; 2],
+    /// Outcomes.
+    pub outcomes: OutcomeCounts,
+    /// Client attempts (1 + client retries), summed.
+    pub client_attempts: u64,
+    /// Upstream attempts the SUT reported (`x-chaos-attempts`), summed, and how many said.
+    pub sut_attempts: (u64, u64),
+    /// Samples that fell in the warm-up and were left out.
+    pub warmup_excluded: u64,
+    /// Content tokens received.
+    pub tokens: u64,
+    /// The lowest and highest request id counted: ids are handed out in time order, so the
+    /// mock's attempts for this stage's requests are those whose id falls in this range.
+    pub id_range: Option<(u64, u64)>,
+}
+
+impl StageRecord {
+    fn new() -> Self {
+        Self {
+            latency: histogram(3),
+            ttft: histogram(3),
+            itl: histogram(3),
+            lag: histogram(3),
+            lag_thirds: [histogram(2), histogram(2)],
+            latency_thirds: [histogram(2), histogram(2)],
+            outcomes: OutcomeCounts::default(),
+            client_attempts: 0,
+            sut_attempts: (0, 0),
+            warmup_excluded: 0,
+            tokens: 0,
+            id_range: None,
+        }
+    }
+}
+
+/// One second of completions, reduced.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WindowSummary {
+    /// Window start, seconds from the load start.
+    pub t_s: u64,
+    /// Requests completed in it.
+    pub requests: u64,
+    /// Their outcomes, by name.
+    pub outcomes: BTreeMap<String, u64>,
+    /// Latency percentiles, ms (absent when empty).
+    pub latency_ms: Option<WindowLatency>,
+    /// p95 time to first token, ms (streams).
+    pub ttft_p95_ms: Option<f64>,
+}
+
+/// A window's latency percentiles, ms.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WindowLatency {
+    /// Median.
+    pub p50: f64,
+    /// 95th percentile.
+    pub p95: f64,
+    /// 99th percentile.
+    pub p99: f64,
+    /// Largest.
+    pub max: f64,
+}
+
+#[derive(Debug)]
+struct Window {
+    latency: Histogram<u64>,
+    ttft: Histogram<u64>,
+    outcomes: OutcomeCounts,
+}
+
+impl Window {
+    fn new() -> Self {
+        Self { latency: histogram(2), ttft: histogram(2), outcomes: OutcomeCounts::default() }
+    }
+
+    fn summary(&self, t_s: u64) -> WindowSummary {
+        let ms = |h: &Histogram<u64>, q: f64| h.value_at_quantile(q) as f64 / 1000.0;
+        let requests = self.outcomes.total();
+        WindowSummary {
+            t_s,
+            requests,
+            outcomes: Outcome::ALL
+                .iter()
+                .filter(|o| self.outcomes.get(**o) > 0)
+                .map(|o| (o.as_str().to_string(), self.outcomes.get(*o)))
+                .collect(),
+            latency_ms: (requests > 0).then(|| WindowLatency {
+                p50: ms(&self.latency, 0.5),
+                p95: ms(&self.latency, 0.95),
+                p99: ms(&self.latency, 0.99),
+                max: self.latency.max() as f64 / 1000.0,
+            }),
+            ttft_p95_ms: (!self.ttft.is_empty()).then(|| ms(&self.ttft, 0.95)),
+        }
+    }
+}
+
+/// Where a stage lies on the run clock (µs), for sorting samples into it.
+#[derive(Clone, Copy, Debug)]
+struct Span {
+    end_us: u64,
+    warmup_end_us: u64,
+}
+
+/// The per-stage and per-window recorder of one run.
+#[derive(Debug)]
+pub struct Recorder {
+    t0_us: u64,
+    spans: Vec<Span>,
+    stages: Vec<StageRecord>,
+    open: BTreeMap<u64, Window>,
+    /// Windows before this one are closed.
+    first_open: u64,
+    closed: Vec<WindowSummary>,
+    total: OutcomeCounts,
+}
+
+/// How long after a window ends it stays open for late samples, µs.
+const WINDOW_GRACE_US: u64 = 2_000_000;
+
+impl Recorder {
+    /// A recorder for `stages` of a load that started at `t0_us` on the run clock.
+    pub fn new(stages: &[Stage], t0_us: u64) -> Self {
+        let us = |d: crate::scenario::Duration| u64::try_from(d.as_std().as_micros()).unwrap_or(u64::MAX);
+        let spans = stages
+            .iter()
+            .map(|s| Span { end_us: t0_us + us(s.end()), warmup_end_us: t0_us + us(s.start + s.warmup) })
+            .collect();
+        Self {
+            t0_us,
+            spans,
+            stages: stages.iter().map(|_| StageRecord::new()).collect(),
+            open: BTreeMap::new(),
+            first_open: 0,
+            closed: Vec::new(),
+            total: OutcomeCounts::default(),
+        }
+    }
+
+    /// Takes one sample.
+    pub fn record(&mut self, s: &Sample) {
+        self.total.add(s.outcome);
+        // A sample later than its window's grace counts in the first window still open.
+        let w = (s.done_us.saturating_sub(self.t0_us) / 1_000_000).max(self.first_open);
+        let window = self.open.entry(w).or_insert_with(Window::new);
+        record(&mut window.latency, s.latency_us());
+        if let Some(t) = s.ttft_us {
+            record(&mut window.ttft, t);
+        }
+        window.outcomes.add(s.outcome);
+
+        let Some((span, stage)) = self.spans.get(s.stage as usize).zip(self.stages.get_mut(s.stage as usize)) else {
+            return;
+        };
+        if s.intended_us < span.warmup_end_us {
+            stage.warmup_excluded += 1;
+            return;
+        }
+        record(&mut stage.latency, s.latency_us());
+        if let Some(t) = s.ttft_us {
+            record(&mut stage.ttft, t);
+        }
+        for gap in &s.itl_us {
+            record(&mut stage.itl, u64::from(*gap));
+        }
+        record(&mut stage.lag, s.lag_us());
+        let third = (span.end_us - span.warmup_end_us).max(3) / 3;
+        let part = if s.intended_us < span.warmup_end_us + third {
+            Some(0)
+        } else if s.intended_us >= span.end_us.saturating_sub(third) {
+            Some(1)
+        } else {
+            None
+        };
+        if let Some(p) = part {
+            record(&mut stage.lag_thirds[p], s.lag_us());
+            record(&mut stage.latency_thirds[p], s.latency_us());
+        }
+        stage.outcomes.add(s.outcome);
+        stage.client_attempts += u64::from(s.attempts);
+        if let Some(a) = s.sut_attempts {
+            stage.sut_attempts.0 += u64::from(a);
+            stage.sut_attempts.1 += 1;
+        }
+        stage.tokens += u64::from(s.tokens);
+        stage.id_range = Some(stage.id_range.map_or((s.id, s.id), |(lo, hi)| (lo.min(s.id), hi.max(s.id))));
+    }
+
+    /// Closes the windows that ended before `now_us` (minus a grace for late samples) and
+    /// returns their summaries.
+    pub fn close_until(&mut self, now_us: u64) -> Vec<WindowSummary> {
+        let cutoff =
+            (now_us.saturating_sub(self.t0_us).saturating_sub(WINDOW_GRACE_US) / 1_000_000).max(self.first_open);
+        self.first_open = cutoff;
+        let keep = self.open.split_off(&cutoff);
+        let done = std::mem::replace(&mut self.open, keep);
+        let out: Vec<WindowSummary> = done.iter().map(|(t, w)| w.summary(*t)).collect();
+        self.closed.extend(out.iter().cloned());
+        out
+    }
+
+    /// Every outcome so far.
+    pub fn total(&self) -> OutcomeCounts {
+        self.total
+    }
+
+    /// Closes every window and hands back the per-stage records and all window summaries.
+    pub fn finish(mut self) -> (Vec<StageRecord>, Vec<WindowSummary>) {
+        self.close_until(u64::MAX);
+        (self.stages, self.closed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::{Duration, LoadLevel, StageKind};
+
+    fn stages() -> Vec<Stage> {
+        let level = LoadLevel::Closed { users: 1, think: Duration::ZERO };
+        vec![
+            Stage {
+                name: "a".into(),
+                kind: StageKind::Phase,
+                start: Duration::ZERO,
+                duration: Duration::from_secs(2),
+                warmup: Duration::ZERO,
+                level,
+            },
+            Stage {
+                name: "step-1".into(),
+                kind: StageKind::Step,
+                start: Duration::from_secs(2),
+                duration: Duration::from_secs(2),
+                warmup: Duration::from_secs(1),
+                level,
+            },
+        ]
+    }
+
+    fn sample(stage: u16, intended_us: u64, latency_us: u64, outcome: Outcome) -> Sample {
+        Sample {
+            id: 0,
+            stage,
+            intended_us,
+            sent_us: intended_us,
+            done_us: intended_us + latency_us,
+            ttft_us: None,
+            itl_us: Vec::new(),
+            status: 200,
+            outcome,
+            attempts: 1,
+            sut_attempts: Some(2),
+            tokens: 1,
+        }
+    }
+
+    #[test]
+    fn percentiles_of_a_known_distribution() {
+        let mut r = Recorder::new(&stages(), 0);
+        // 1..=1000 ms, once each: p50 = 500 ms, p99 = 990 ms, max = 1000 ms.
+        for ms in 1..=1000u64 {
+            r.record(&sample(0, 1000 * ms, ms * 1000, Outcome::Ok));
+        }
+        let (stages, _) = r.finish();
+        let h = &stages[0].latency;
+        assert_eq!(h.len(), 1000);
+        for (q, ms) in [(0.5, 500.0), (0.99, 990.0), (1.0, 1000.0)] {
+            let got = h.value_at_quantile(q) as f64 / 1000.0;
+            assert!((got - ms).abs() <= ms * 0.001 + 0.001, "q{q}: {got} vs {ms}");
+        }
+        assert_eq!(stages[0].sut_attempts, (2000, 1000));
+    }
+
+    #[test]
+    fn warmup_samples_are_left_out_of_their_stage_but_not_of_the_windows() {
+        let mut r = Recorder::new(&stages(), 0);
+        r.record(&sample(1, 2_500_000, 100, Outcome::Ok));
+        r.record(&sample(1, 3_500_000, 100, Outcome::Error));
+        let (stages, windows) = r.finish();
+        assert_eq!((stages[1].warmup_excluded, stages[1].outcomes.total()), (1, 1));
+        assert_eq!(windows.iter().map(|w| w.requests).sum::<u64>(), 2);
+        assert_eq!(windows.iter().map(|w| w.t_s).collect::<Vec<_>>(), [2, 3]);
+    }
+
+    #[test]
+    fn windows_close_after_their_grace_and_summaries_are_small() {
+        let mut r = Recorder::new(&stages(), 1_000_000);
+        r.record(&sample(0, 1_100_000, 50_000, Outcome::Ok));
+        r.record(&sample(0, 1_200_000, 900_000, Outcome::RateLimited));
+        assert!(r.close_until(3_500_000).is_empty(), "still within its grace");
+        let closed = r.close_until(4_100_000);
+        assert_eq!(closed.len(), 1, "window 0 closes 2 s after it ends");
+        let w0 = &closed[0];
+        assert_eq!((w0.t_s, w0.requests), (0, 1));
+        assert_eq!(w0.outcomes["ok"], 1);
+        // Late for window 0, which is closed: it counts in window 1.
+        r.record(&sample(0, 1_100_000, 100_000, Outcome::Timeout));
+        let w1 = r.close_until(5_100_000);
+        assert_eq!(
+            (w1[0].t_s, w1[0].requests, w1[0].outcomes["rate_limited"], w1[0].outcomes["timeout"]),
+            (1, 2, 1, 1)
+        );
+        assert!(r.open.is_empty());
+    }
+}

@@ -1,0 +1,300 @@
+//! `summary.json`: the run's numbers, versioned, with a committed JSON Schema. Reports and
+//! gates read this and never recompute it.
+
+use std::collections::BTreeMap;
+
+use hdrhistogram::Histogram;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::recorder::{OutcomeCounts, StageRecord};
+use crate::load::{Outcome, StageSchedule};
+use crate::scenario::{LoadLevel, Stage, StageKind};
+
+/// Bumped when a field changes meaning or disappears (adding fields keeps it).
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// How a run ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    /// Every stage ran to its end.
+    Completed,
+    /// Stopped early (interrupt, abort condition, SUT failure, a limit): the numbers cover
+    /// what ran.
+    Aborted,
+}
+
+/// Percentiles of a distribution, ms.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Percentiles {
+    /// Median.
+    pub p50: f64,
+    /// 90th percentile.
+    pub p90: f64,
+    /// 95th percentile.
+    pub p95: f64,
+    /// 99th percentile.
+    pub p99: f64,
+    /// Largest.
+    pub max: f64,
+    /// Mean.
+    pub mean: f64,
+}
+
+impl Percentiles {
+    /// From a µs histogram (`None` when empty).
+    pub fn of(h: &Histogram<u64>) -> Option<Self> {
+        if h.is_empty() {
+            return None;
+        }
+        let ms = |v: u64| (v as f64 / 1000.0 * 1000.0).round() / 1000.0;
+        Some(Self {
+            p50: ms(h.value_at_quantile(0.5)),
+            p90: ms(h.value_at_quantile(0.9)),
+            p95: ms(h.value_at_quantile(0.95)),
+            p99: ms(h.value_at_quantile(0.99)),
+            max: ms(h.max()),
+            mean: (h.mean() / 1000.0 * 1000.0).round() / 1000.0,
+        })
+    }
+}
+
+/// A stage's load level.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "model", rename_all = "snake_case")]
+pub enum Level {
+    /// Closed: users.
+    Closed {
+        /// Users.
+        users: u32,
+    },
+    /// Open: requests per second.
+    Open {
+        /// Requests per second.
+        rate: f64,
+    },
+}
+
+/// Whether the generator could carry an open stage's schedule.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Sustainability {
+    /// The schedule was kept (or the stage is closed load).
+    Sustained,
+    /// The backlog kept growing (median latency or schedule lag rising through the stage):
+    /// the target is slower than the arrival rate. Its latency is a lower bound of what this
+    /// rate would cause, not a measurement of a steady state.
+    Unsustainable,
+    /// The generator fell behind while users were free: the machine running `chaos` was the
+    /// limit, so the numbers do not describe the target.
+    GeneratorLimited,
+    /// No request completed in the stage.
+    Empty,
+}
+
+/// The schedule of an open stage, as it went.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ScheduleSummary {
+    /// Arrivals per second asked for.
+    pub requested_rps: f64,
+    /// Requests sent per second (after warm-up).
+    pub achieved_send_rps: f64,
+    /// 99th percentile of (sent − intended), ms.
+    pub lag_p99_ms: f64,
+    /// Arrivals no user could take before the stage ended.
+    pub dropped: u64,
+    /// Most requests in flight at once.
+    pub max_in_flight: u64,
+    /// Generator users.
+    pub users: u64,
+}
+
+/// One phase or sweep step.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct StageSummary {
+    /// Phase name, or `step-N`.
+    pub name: String,
+    /// `phase` or `step`.
+    pub kind: String,
+    /// Start, seconds from the load start.
+    pub start_s: f64,
+    /// Length, seconds.
+    pub duration_s: f64,
+    /// Left out of the numbers at the start, seconds.
+    pub warmup_s: f64,
+    /// Load level.
+    pub level: Level,
+    /// Requests counted (intended after the warm-up).
+    pub requests: u64,
+    /// Completed requests per second over the measured part of the stage.
+    pub achieved_rps: f64,
+    /// Latency from the intended send time to the last byte, ms.
+    pub latency_ms: Option<Percentiles>,
+    /// Time to the first content token, ms (streams).
+    pub ttft_ms: Option<Percentiles>,
+    /// Gaps between content tokens, ms (streams).
+    pub itl_ms: Option<Percentiles>,
+    /// Requests by outcome.
+    pub outcomes: BTreeMap<String, u64>,
+    /// Share of requests that failed (neither `ok` nor `fallback`).
+    pub error_rate: f64,
+    /// Share of requests with a usable answer (`ok`).
+    pub valid_rate: f64,
+    /// Upstream attempts the mock saw during the stage (by arrival time).
+    pub upstream_attempts: u64,
+    /// Upstream attempts made for the stage's requests (joined by request id; by time when
+    /// ids are off) per client request.
+    pub attempts_per_request: Option<f64>,
+    /// Client attempts per request (1 + client retries).
+    pub client_attempts_per_request: Option<f64>,
+    /// Open stages: how the schedule went.
+    pub schedule: Option<ScheduleSummary>,
+    /// Whether the numbers describe a steady state.
+    pub sustainability: Sustainability,
+}
+
+/// Totals over the run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Totals {
+    /// Client requests.
+    pub requests: u64,
+    /// By outcome.
+    pub outcomes: BTreeMap<String, u64>,
+    /// Upstream attempts the mock saw during the load.
+    pub upstream_attempts: u64,
+    /// Upstream attempts per client request.
+    pub attempts_per_request: Option<f64>,
+}
+
+/// The generator, for reading the numbers right.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct GeneratorSummary {
+    /// Goose users.
+    pub users: u64,
+    /// Logical requests started.
+    pub issued: u64,
+    /// Samples the recorders could not take (always 0 unless the machine was overloaded).
+    pub lost_samples: u64,
+}
+
+/// `summary.json`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Summary {
+    /// Format version ([`SCHEMA_VERSION`]).
+    pub schema_version: u32,
+    /// Scenario name.
+    pub scenario: String,
+    /// The scenario file.
+    pub scenario_file: String,
+    /// Run id (the run folder's name).
+    pub run_id: String,
+    /// Seed.
+    pub seed: u64,
+    /// `completed` or `aborted`.
+    pub status: RunStatus,
+    /// Why it was aborted.
+    pub abort_reason: Option<String>,
+    /// Wall-clock start, RFC 3339 (UTC).
+    pub started_at: String,
+    /// Length of the load, seconds.
+    pub duration_s: f64,
+    /// `--time-scale` applied.
+    pub time_scale: f64,
+    /// Where load went.
+    pub target: String,
+    /// The system under test.
+    pub sut: String,
+    /// The load start, µs on the run clock (attempt and event records use the same clock).
+    pub load_start_us: u64,
+    /// Phases and sweep steps, in order.
+    pub stages: Vec<StageSummary>,
+    /// Totals.
+    pub totals: Totals,
+    /// The generator.
+    pub generator: GeneratorSummary,
+}
+
+/// Outcome counts as a name → count map (every outcome present, zeros included).
+pub fn outcome_map(c: &OutcomeCounts) -> BTreeMap<String, u64> {
+    Outcome::ALL.iter().map(|o| (o.as_str().to_string(), c.get(*o))).collect()
+}
+
+fn round3(x: f64) -> f64 {
+    (x * 1000.0).round() / 1000.0
+}
+
+/// The summary of one stage.
+pub fn stage_summary(
+    stage: &Stage,
+    rec: &StageRecord,
+    sched: &StageSchedule,
+    users: u64,
+    upstream_attempts: u64,
+    attempts_by_id: Option<u64>,
+    measured_s: f64,
+) -> StageSummary {
+    let requests = rec.outcomes.total();
+    let share = |n: u64| if requests == 0 { 0.0 } else { round3(n as f64 / requests as f64) };
+    let level = match stage.level {
+        LoadLevel::Closed { users, .. } => Level::Closed { users },
+        LoadLevel::Open { rate, .. } => Level::Open { rate },
+    };
+    let lag_ms = |h: &Histogram<u64>, q: f64| if h.is_empty() { 0.0 } else { h.value_at_quantile(q) as f64 / 1000.0 };
+    let schedule = match stage.level {
+        LoadLevel::Open { rate, .. } => Some(ScheduleSummary {
+            requested_rps: rate,
+            achieved_send_rps: round3(if measured_s > 0.0 { requests as f64 / measured_s } else { 0.0 }),
+            lag_p99_ms: round3(lag_ms(&rec.lag, 0.99)),
+            dropped: sched.dropped,
+            max_in_flight: sched.max_in_flight,
+            users,
+        }),
+        LoadLevel::Closed { .. } => None,
+    };
+    let sustainability = if requests == 0 {
+        Sustainability::Empty
+    } else if let Some(s) = &schedule {
+        // A backlog that keeps growing shows as latency (queued in the target) or as lag
+        // (queued at the generator because every user was busy) rising through the stage.
+        let (lat_first, lat_last) = (lag_ms(&rec.latency_thirds[0], 0.5), lag_ms(&rec.latency_thirds[1], 0.5));
+        let latency_growing = lat_last > 2.0 * lat_first + 50.0;
+        let lag_growing = lag_ms(&rec.lag_thirds[1], 0.99) > (2.0 * lag_ms(&rec.lag_thirds[0], 0.99)).max(100.0);
+        let behind = s.lag_p99_ms > 100.0 || s.dropped * 100 > sched.arrivals.max(1);
+        let pool_full = s.max_in_flight >= users;
+        if latency_growing || ((lag_growing || behind) && pool_full) {
+            Sustainability::Unsustainable
+        } else if lag_growing || behind {
+            Sustainability::GeneratorLimited
+        } else {
+            Sustainability::Sustained
+        }
+    } else {
+        Sustainability::Sustained
+    };
+    StageSummary {
+        name: stage.name.clone(),
+        kind: match stage.kind {
+            StageKind::Phase => "phase".into(),
+            StageKind::Step => "step".into(),
+        },
+        start_s: stage.start.as_std().as_secs_f64(),
+        duration_s: stage.duration.as_std().as_secs_f64(),
+        warmup_s: stage.warmup.as_std().as_secs_f64(),
+        level,
+        requests,
+        achieved_rps: round3(if measured_s > 0.0 { requests as f64 / measured_s } else { 0.0 }),
+        latency_ms: Percentiles::of(&rec.latency),
+        ttft_ms: Percentiles::of(&rec.ttft),
+        itl_ms: Percentiles::of(&rec.itl),
+        outcomes: outcome_map(&rec.outcomes),
+        error_rate: share(rec.outcomes.failed()),
+        valid_rate: share(rec.outcomes.get(Outcome::Ok)),
+        upstream_attempts,
+        attempts_per_request: (requests > 0)
+            .then(|| round3(attempts_by_id.unwrap_or(upstream_attempts) as f64 / requests as f64)),
+        client_attempts_per_request: (requests > 0).then(|| round3(rec.client_attempts as f64 / requests as f64)),
+        schedule,
+        sustainability,
+    }
+}

@@ -1,0 +1,149 @@
+//! `chaos run SCENARIO`: run a scenario and write its run folder.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use comfy_table::Table;
+
+use crate::analysis::{RunStatus, Summary};
+use crate::experiment::{self, ProgressMode, RunOptions, Stopper};
+use crate::scenario::Scenario;
+
+use super::CliError;
+
+/// Arguments of `chaos run`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The scenario file.
+    pub scenario: PathBuf,
+    /// Write the run folder here (default: reports/<scenario>/<run-id>).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Root of the run folders.
+    #[arg(long, default_value = "reports")]
+    pub reports: PathBuf,
+    /// Multiply every duration of the scenario's timeline (phases, steps, fault times, TTL
+    /// windows) by this factor: 0.1 runs a 5-minute game day in 30 s.
+    #[arg(long, default_value_t = 1.0)]
+    pub time_scale: f64,
+    /// Print the resolved timeline and exit without running anything.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// A non-loopback host load may go to; the scenario's allow_remote must name it too.
+    #[arg(long)]
+    pub allow_remote: Vec<String>,
+    /// Also write every request's sample to samples.ndjson.
+    #[arg(long)]
+    pub samples: bool,
+    /// Progress on stderr: auto (a bar on a terminal, lines otherwise), lines, or off.
+    #[arg(long, value_parser = ["auto", "lines", "off"], default_value = "auto")]
+    pub progress: String,
+}
+
+pub(super) async fn run(args: Args) -> Result<(), CliError> {
+    if !(args.time_scale > 0.0 && args.time_scale.is_finite()) {
+        return Err(CliError::Usage(format!("--time-scale {}: expected a number > 0", args.time_scale)));
+    }
+    let scenario = Scenario::load(&args.scenario)?.scaled(args.time_scale);
+    if args.dry_run {
+        return print(&experiment::dry_run::timeline(&scenario));
+    }
+    let stopper = Stopper::default();
+    install_interrupt(stopper.clone());
+    let options = RunOptions {
+        out: args.out.clone(),
+        reports: args.reports.clone(),
+        allow_remote: args.allow_remote.clone(),
+        samples: args.samples,
+        progress: match args.progress.as_str() {
+            "lines" => ProgressMode::Lines,
+            "off" => ProgressMode::Off,
+            _ => ProgressMode::Auto,
+        },
+        ..RunOptions::default()
+    };
+    let outcome = experiment::run(&scenario, &options, stopper).await?;
+    print(&render(&outcome.summary, &outcome.dir))?;
+    match outcome.summary.status {
+        RunStatus::Completed => Ok(()),
+        RunStatus::Aborted => Err(CliError::Aborted {
+            reason: outcome.summary.abort_reason.clone().unwrap_or_default(),
+            dir: outcome.dir.display().to_string(),
+        }),
+    }
+}
+
+/// Ctrl-C (and SIGTERM) stop the run and still write its folder; a second one exits at once.
+/// Installed through `ctrlc` before goose starts, so goose's own handler (which would exit on
+/// the second signal without a report) is refused.
+fn install_interrupt(stopper: Stopper) {
+    let result = ctrlc::set_handler(move || {
+        if stopper.reason().is_some() {
+            eprintln!("second interrupt: exiting now; the run folder has what was written so far");
+            std::process::exit(3);
+        }
+        eprintln!("interrupted: stopping the run and writing a partial report (interrupt again to exit now)");
+        stopper.stop("interrupted by a signal");
+    });
+    if let Err(e) = result {
+        tracing::warn!("cannot install the interrupt handler: {e}");
+    }
+}
+
+fn print(text: &str) -> Result<(), CliError> {
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())
+        .and_then(|()| out.flush())
+        .map_err(|source| CliError::Io { context: "writing to stdout".into(), source })
+}
+
+/// The result as a table, then where the folder is.
+fn render(s: &Summary, dir: &std::path::Path) -> String {
+    let mut t = Table::new();
+    t.set_header([
+        "stage",
+        "load",
+        "requests",
+        "req/s",
+        "p50 ms",
+        "p95 ms",
+        "p99 ms",
+        "errors",
+        "attempts/req",
+        "steady",
+    ]);
+    for st in &s.stages {
+        let load = match st.level {
+            crate::analysis::summary::Level::Closed { users } => format!("{users} users"),
+            crate::analysis::summary::Level::Open { rate } => format!("{rate} req/s"),
+        };
+        let ms = |f: fn(&crate::analysis::summary::Percentiles) -> f64| {
+            st.latency_ms.as_ref().map_or("—".into(), |p| format!("{:.1}", f(p)))
+        };
+        t.add_row([
+            st.name.clone(),
+            load,
+            st.requests.to_string(),
+            format!("{:.1}", st.achieved_rps),
+            ms(|p| p.p50),
+            ms(|p| p.p95),
+            ms(|p| p.p99),
+            format!("{:.1} %", st.error_rate * 100.0),
+            st.attempts_per_request.map_or("—".into(), |a| format!("{a:.2}")),
+            crate::scenario::wire_name(&st.sustainability),
+        ]);
+    }
+    let status = match s.status {
+        RunStatus::Completed => "completed".to_string(),
+        RunStatus::Aborted => format!("ABORTED: {}", s.abort_reason.as_deref().unwrap_or("")),
+    };
+    format!(
+        "{} — {status}, {:.1} s, {} requests, {} upstream attempts\nsut: {}\n{t}\nrun folder: {}\n",
+        s.scenario,
+        s.duration_s,
+        s.totals.requests,
+        s.totals.upstream_attempts,
+        s.sut,
+        dir.display()
+    )
+}

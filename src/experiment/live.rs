@@ -1,0 +1,128 @@
+//! The consumers of the sample stream while a run is going: the recorder (per stage and per
+//! window), the raw sample log, the window log, the abort rule on the error rate, and the
+//! progress view. Samples arrive by value over a channel; nothing here blocks the generator.
+
+use std::collections::VecDeque;
+use std::io::{BufWriter, Write};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+
+use super::Stopper;
+use crate::analysis::{Recorder, StageRecord, WindowSummary};
+use crate::clock::Clock;
+use crate::load::Sample;
+
+/// What the progress view shows, updated as windows close.
+#[derive(Clone, Debug, Default)]
+pub struct LiveStats {
+    /// The latest closed window.
+    pub last: Option<WindowSummary>,
+    /// Requests completed so far.
+    pub requests: u64,
+    /// Of which failed.
+    pub failed: u64,
+}
+
+/// The error-rate abort rule: (rate, for, min requests).
+pub type AbortRule = (f64, Duration, u64);
+
+/// Output files of the consumer.
+pub struct Outputs {
+    /// `windows.ndjson`, written as windows close (survives a crash).
+    pub windows: BufWriter<std::fs::File>,
+    /// `samples.ndjson`, when asked for.
+    pub samples: Option<BufWriter<std::fs::File>>,
+}
+
+impl Outputs {
+    /// Opens the files in `dir`.
+    pub fn open(dir: &Path, samples: bool) -> std::io::Result<Self> {
+        let file = |name: &str| std::fs::File::create(dir.join(name)).map(BufWriter::new);
+        Ok(Self {
+            windows: file("windows.ndjson")?,
+            samples: if samples { Some(file("samples.ndjson")?) } else { None },
+        })
+    }
+}
+
+/// Consumes samples until the channel closes; returns the stage records and every window.
+pub async fn consume(
+    mut rx: mpsc::Receiver<Sample>,
+    mut recorder: Recorder,
+    mut out: Outputs,
+    clock: Clock,
+    abort: Option<AbortRule>,
+    stopper: Stopper,
+    live: Arc<Mutex<LiveStats>>,
+) -> (Vec<StageRecord>, Vec<WindowSummary>) {
+    let mut tick = tokio::time::interval(Duration::from_millis(250));
+    let mut recent: VecDeque<WindowSummary> = VecDeque::new();
+    let mut on_windows = |windows: Vec<WindowSummary>, out: &mut Outputs| {
+        for w in windows {
+            if let Ok(line) = serde_json::to_string(&w) {
+                let _ = writeln!(out.windows, "{line}");
+            }
+            let failed: u64 =
+                w.outcomes.iter().filter(|(k, _)| !matches!(k.as_str(), "ok" | "fallback")).map(|(_, v)| v).sum();
+            {
+                let mut l = live.lock().unwrap_or_else(|e| e.into_inner());
+                l.requests += w.requests;
+                l.failed += failed;
+                l.last = Some(w.clone());
+            }
+            recent.push_back(w);
+            if let Some((rate, window, min)) = abort {
+                let span = window.as_secs().max(1);
+                while recent.len() as u64 > span {
+                    recent.pop_front();
+                }
+                if recent.len() as u64 == span {
+                    let requests: u64 = recent.iter().map(|w| w.requests).sum();
+                    let failed: u64 = recent
+                        .iter()
+                        .flat_map(|w| w.outcomes.iter())
+                        .filter(|(k, _)| !matches!(k.as_str(), "ok" | "fallback"))
+                        .map(|(_, v)| v)
+                        .sum();
+                    if requests >= min && failed as f64 > rate * requests as f64 {
+                        stopper.stop(format!(
+                            "abort: error rate {:.0} % above {:.0} % for {span} s ({failed} of {requests} requests failed)",
+                            100.0 * failed as f64 / requests as f64,
+                            100.0 * rate
+                        ));
+                    }
+                }
+            }
+        }
+        let _ = out.windows.flush();
+    };
+    loop {
+        tokio::select! {
+            sample = rx.recv() => match sample {
+                Some(s) => {
+                    recorder.record(&s);
+                    if let Some(f) = &mut out.samples && let Ok(line) = serde_json::to_string(&s) {
+                        let _ = writeln!(f, "{line}");
+                    }
+                }
+                None => break,
+            },
+            _ = tick.tick() => {
+                let closed = recorder.close_until(clock.now_us());
+                on_windows(closed, &mut out);
+            }
+        }
+    }
+    let (stages, windows) = recorder.finish();
+    // The windows not yet written (closed by `finish`): everything after the last written one.
+    let written = live.lock().map(|l| l.last.as_ref().map(|w| w.t_s)).unwrap_or(None);
+    let rest: Vec<WindowSummary> = windows.iter().filter(|w| written.is_none_or(|t| w.t_s > t)).cloned().collect();
+    on_windows(rest, &mut out);
+    if let Some(f) = &mut out.samples {
+        let _ = f.flush();
+    }
+    (stages, windows)
+}

@@ -1,0 +1,118 @@
+//! The plain record the load generator emits for every logical request, and how an answer is
+//! classified. Consumers (the live view, the per-window recorders, the raw sample log) get
+//! these by value over a channel; nothing here computes statistics.
+
+use serde::{Deserialize, Serialize};
+
+/// What a logical request came to, after any client retries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// A 2xx with usable content.
+    Ok,
+    /// A degraded answer the SUT marked as such (header or body pattern).
+    Fallback,
+    /// A 2xx with empty or unparseable content, or a stream cut short.
+    Invalid,
+    /// 429.
+    RateLimited,
+    /// 503 (load shed or unavailable).
+    Shed,
+    /// Any other non-2xx status.
+    Error,
+    /// The client timeout passed (headers or body).
+    Timeout,
+    /// The connection could not be made, or broke before any answer.
+    ConnectError,
+}
+
+impl Outcome {
+    /// Every outcome, in report order.
+    pub const ALL: [Outcome; 8] = [
+        Self::Ok,
+        Self::Fallback,
+        Self::Invalid,
+        Self::RateLimited,
+        Self::Shed,
+        Self::Error,
+        Self::Timeout,
+        Self::ConnectError,
+    ];
+
+    /// The name used in files.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Ok => "ok",
+            Self::Fallback => "fallback",
+            Self::Invalid => "invalid",
+            Self::RateLimited => "rate_limited",
+            Self::Shed => "shed",
+            Self::Error => "error",
+            Self::Timeout => "timeout",
+            Self::ConnectError => "connect_error",
+        }
+    }
+
+    /// Position in [`Outcome::ALL`].
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
+    /// Whether the request failed (neither a usable answer nor a marked fallback).
+    pub fn failed(self) -> bool {
+        !matches!(self, Self::Ok | Self::Fallback)
+    }
+
+    /// The outcome of a status with no further evidence (a 2xx still needs its body checked).
+    pub fn of_status(status: u16) -> Self {
+        match status {
+            200..=299 => Self::Ok,
+            429 => Self::RateLimited,
+            503 => Self::Shed,
+            _ => Self::Error,
+        }
+    }
+}
+
+/// One logical request. Times are µs on the run clock.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Sample {
+    /// Logical request number, from 0 (its id is `r{id}`).
+    pub id: u64,
+    /// Index of the stage it belongs to (by intended send time).
+    pub stage: u16,
+    /// When it should have been sent (open load: the schedule; closed load: when the user
+    /// was free).
+    pub intended_us: u64,
+    /// When the first attempt was sent.
+    pub sent_us: u64,
+    /// When the last byte of the final answer arrived (or the request failed).
+    pub done_us: u64,
+    /// First content token of the final answer, from the intended send time.
+    pub ttft_us: Option<u64>,
+    /// Gaps between content tokens of a streamed answer, µs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub itl_us: Vec<u32>,
+    /// Final HTTP status (0: none).
+    pub status: u16,
+    /// Classification.
+    pub outcome: Outcome,
+    /// Client attempts (1 + client retries).
+    pub attempts: u8,
+    /// Upstream attempts the SUT reported (`x-chaos-attempts`), if it says.
+    pub sut_attempts: Option<u32>,
+    /// Content tokens received.
+    pub tokens: u32,
+}
+
+impl Sample {
+    /// Latency from the intended send time to the end: queueing at the generator counts.
+    pub fn latency_us(&self) -> u64 {
+        self.done_us.saturating_sub(self.intended_us)
+    }
+
+    /// How late the first attempt went out relative to the schedule.
+    pub fn lag_us(&self) -> u64 {
+        self.sent_us.saturating_sub(self.intended_us)
+    }
+}

@@ -1,0 +1,430 @@
+//! The system under test: start it, wait until it is ready, watch it, stop it.
+//!
+//! Three kinds: the built-in reference gateway (in this process, or as a `chaos gateway`
+//! child), a command the harness starts, or an origin already serving. A started command's
+//! stdout and stderr go to the run folder; if it never becomes ready the error carries its
+//! last log lines; it is stopped with SIGTERM, then SIGKILL after a grace. Placeholders in
+//! its command, environment and URL (`{upstream.NAME.url}`, `{sut.port}`, …) are expanded
+//! here. This module knows nothing of faults.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use crate::gateway::{self, GatewayConfig, RunningGateway};
+use crate::scenario::{Placeholder, Source, Sut, SutKind, SutMode};
+
+/// Why the SUT could not be started or did not become ready.
+#[derive(Debug, thiserror::Error)]
+pub enum SutError {
+    /// A placeholder in `[sut]` names something unknown.
+    #[error(
+        "sut: unknown placeholder {{{0}}} (known: upstream.NAME.url, upstream.NAME.port, upstreams, sut.port, run.dir)"
+    )]
+    Placeholder(String),
+    /// The target is not on this machine and not allowed.
+    #[error(
+        "sut: {url} is not a loopback address; name its host in the scenario's allow_remote and with --allow-remote"
+    )]
+    Remote {
+        /// The URL.
+        url: String,
+    },
+    /// The gateway policy file is invalid.
+    #[error("{0}")]
+    Policy(#[from] crate::scenario::ScenarioError),
+    /// The built-in gateway failed to start.
+    #[error("{0}")]
+    Gateway(#[from] gateway::GatewayError),
+    /// The command could not be started.
+    #[error("sut: cannot start {program:?}: {source}")]
+    Spawn {
+        /// Program.
+        program: String,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// It did not become ready in time.
+    #[error("sut: not ready after {waited:?} ({last}){}", tail(log_tail))]
+    NotReady {
+        /// How long we waited.
+        waited: Duration,
+        /// The last readiness result.
+        last: String,
+        /// Its last log lines.
+        log_tail: Vec<String>,
+    },
+    /// It exited while starting.
+    #[error("sut: exited while starting ({status}){}", tail(log_tail))]
+    Exited {
+        /// Exit status.
+        status: String,
+        /// Its last log lines.
+        log_tail: Vec<String>,
+    },
+    /// Files in the run folder.
+    #[error("sut: {context}: {source}")]
+    Io {
+        /// What.
+        context: String,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+fn tail(lines: &[String]) -> String {
+    if lines.is_empty() { String::new() } else { format!("\n  last log lines:\n    {}", lines.join("\n    ")) }
+}
+
+/// What the SUT is started against.
+#[derive(Clone, Debug)]
+pub struct SutContext {
+    /// Upstream names and origins, in scenario order.
+    pub upstreams: Vec<(String, String)>,
+    /// The run folder (logs go here).
+    pub run_dir: PathBuf,
+    /// Non-loopback hosts allowed (named by both the scenario and the command line).
+    pub allow_remote: Vec<String>,
+    /// The `chaos` binary, for running the gateway as a child.
+    pub chaos_bin: PathBuf,
+}
+
+/// A running (or reachable) system under test.
+#[allow(clippy::large_enum_variant, reason = "one value per run; boxing buys nothing")]
+pub enum RunningSut {
+    /// No SUT: load goes to the first upstream.
+    Direct {
+        /// Its origin.
+        url: String,
+    },
+    /// The gateway in this process.
+    InProcess {
+        /// It.
+        gateway: RunningGateway,
+    },
+    /// A child process.
+    Child {
+        /// It.
+        child: tokio::process::Child,
+        /// Its origin.
+        url: String,
+        /// What it is, for reports.
+        what: String,
+        /// SIGTERM-to-SIGKILL grace.
+        stop_timeout: Duration,
+        /// Its stdout and stderr logs.
+        logs: [PathBuf; 2],
+    },
+    /// Already running elsewhere on this machine.
+    External {
+        /// Its origin.
+        url: String,
+    },
+}
+
+impl std::fmt::Debug for RunningSut {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "RunningSut({})", self.describe())
+    }
+}
+
+/// Checks that `url`'s host is loopback or allowed.
+pub fn check_target(url: &str, allow_remote: &[String]) -> Result<(), SutError> {
+    let rest = url.strip_prefix("http://").unwrap_or(url);
+    let authority = rest.split('/').next().unwrap_or_default();
+    let host = match authority.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or_default(),
+        None => authority.rsplit_once(':').map_or(authority, |(h, _)| h),
+    };
+    if crate::net::is_loopback_host(host) || allow_remote.iter().any(|h| h == host) {
+        Ok(())
+    } else {
+        Err(SutError::Remote { url: url.to_string() })
+    }
+}
+
+/// Checks, before anything starts, that a SUT given by URL is loopback or allowed. A URL
+/// with placeholders is checked with them filled in (they only ever name loopback ports).
+pub fn precheck(sut: Option<&Sut>, allow_remote: &[String]) -> Result<(), SutError> {
+    let url = match sut.map(|s| &s.kind) {
+        Some(SutKind::External { url } | SutKind::Command { url, .. }) => url,
+        _ => return Ok(()),
+    };
+    let mut filled = url.clone();
+    for (key, _) in Placeholder::scan(url) {
+        filled = filled.replace(&format!("{{{key}}}"), "1");
+    }
+    check_target(&filled, allow_remote).map_err(|_| SutError::Remote { url: url.clone() })
+}
+
+/// Expands `{…}` placeholders in `text`.
+pub fn expand(text: &str, ctx: &SutContext, sut_port: u16) -> Result<String, SutError> {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    for (key, placeholder) in Placeholder::scan(text) {
+        let at = rest.find(&format!("{{{key}}}")).ok_or_else(|| SutError::Placeholder(key.into()))?;
+        out.push_str(&rest[..at]);
+        let upstream = |name: &str| {
+            ctx.upstreams
+                .iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, u)| u.clone())
+                .ok_or_else(|| SutError::Placeholder(key.into()))
+        };
+        out.push_str(&match placeholder.ok_or_else(|| SutError::Placeholder(key.into()))? {
+            Placeholder::SutPort => sut_port.to_string(),
+            Placeholder::RunDir => ctx.run_dir.display().to_string(),
+            Placeholder::Upstreams => ctx.upstreams.iter().map(|(_, u)| u.as_str()).collect::<Vec<_>>().join(","),
+            Placeholder::UpstreamUrl(name) => upstream(name)?,
+            Placeholder::UpstreamPort(name) => upstream(name)?.rsplit(':').next().unwrap_or_default().to_string(),
+        });
+        rest = &rest[at + key.len() + 2..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+/// A free loopback port (bound and released; the SUT binds it next).
+fn free_port() -> Result<u16, SutError> {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .map_err(|source| SutError::Io { context: "finding a free port".into(), source })
+}
+
+/// Starts the SUT (`None`: load goes straight to the first upstream).
+pub async fn start(sut: Option<&Sut>, ctx: &SutContext) -> Result<RunningSut, SutError> {
+    let Some(sut) = sut else {
+        let url = ctx.upstreams.first().map(|(_, u)| u.clone()).unwrap_or_default();
+        return Ok(RunningSut::Direct { url });
+    };
+    let urls: Vec<String> = ctx.upstreams.iter().map(|(_, u)| u.clone()).collect();
+    match &sut.kind {
+        SutKind::Gateway { policy, mode: SutMode::InProcess } => {
+            let config = policy_config(policy)?;
+            gateway::check_upstreams(&urls, &ctx.allow_remote)?;
+            let gateway = gateway::start(config, urls, "127.0.0.1:0".parse().expect("a valid address")).await?;
+            Ok(RunningSut::InProcess { gateway })
+        }
+        SutKind::Gateway { policy, mode: SutMode::Child } => {
+            policy_config(policy)?; // a bad policy file is a scenario error, reported before anything starts
+            let port = free_port()?;
+            let mut args = vec!["gateway".to_string()];
+            if matches!(policy.as_str(), "naive" | "hardened") {
+                args.extend(["--policy".into(), policy.clone()]);
+            } else {
+                args.extend(["--config".into(), policy.clone()]);
+            }
+            args.extend(["--upstream".into(), urls.join(","), "--listen".into(), format!("127.0.0.1:{port}")]);
+            for host in &ctx.allow_remote {
+                args.extend(["--allow-remote".into(), host.clone()]);
+            }
+            let program = ctx.chaos_bin.display().to_string();
+            let what = format!("chaos gateway --policy {policy} (child)");
+            spawn(&program, &args, &[], None, format!("http://127.0.0.1:{port}"), what, sut, ctx)
+        }
+        SutKind::Command { command, env, cwd, url } => {
+            let port = free_port()?;
+            let url = expand(url, ctx, port)?;
+            check_target(&url, &ctx.allow_remote)?;
+            let args: Vec<String> = command[1..].iter().map(|a| expand(a, ctx, port)).collect::<Result<_, _>>()?;
+            let env: Vec<(String, String)> =
+                env.iter().map(|(k, v)| Ok((k.clone(), expand(v, ctx, port)?))).collect::<Result<_, SutError>>()?;
+            let program = expand(&command[0], ctx, port)?;
+            let what = format!("command {}", command.join(" "));
+            spawn(&program, &args, &env, Some(cwd), url, what, sut, ctx)
+        }
+        SutKind::External { url } => {
+            let url = expand(url, ctx, 0)?;
+            check_target(&url, &ctx.allow_remote)?;
+            Ok(RunningSut::External { url })
+        }
+    }
+}
+
+fn policy_config(policy: &str) -> Result<GatewayConfig, SutError> {
+    match GatewayConfig::shipped(policy) {
+        Some(c) => Ok(c),
+        None => Ok(GatewayConfig::from_source(&Source::read(Path::new(policy))?)?),
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn spawn(
+    program: &str,
+    args: &[String],
+    env: &[(String, String)],
+    cwd: Option<&Path>,
+    url: String,
+    what: String,
+    sut: &Sut,
+    ctx: &SutContext,
+) -> Result<RunningSut, SutError> {
+    let logs = [ctx.run_dir.join("sut.stdout.log"), ctx.run_dir.join("sut.stderr.log")];
+    let open = |p: &PathBuf| {
+        std::fs::File::create(p).map_err(|source| SutError::Io { context: format!("creating {}", p.display()), source })
+    };
+    let mut cmd = tokio::process::Command::new(program);
+    cmd.args(args)
+        .envs(env.iter().cloned())
+        .stdin(Stdio::null())
+        .stdout(open(&logs[0])?)
+        .stderr(open(&logs[1])?)
+        .kill_on_drop(true);
+    if let Some(dir) = cwd {
+        cmd.current_dir(dir);
+    }
+    let child = cmd.spawn().map_err(|source| SutError::Spawn { program: program.to_string(), source })?;
+    Ok(RunningSut::Child { child, url, what, stop_timeout: sut.stop_timeout.as_std(), logs })
+}
+
+/// The last `n` lines of the SUT's logs (stderr first).
+fn log_tail(logs: &[PathBuf; 2], n: usize) -> Vec<String> {
+    let mut out = Vec::new();
+    for path in logs.iter().rev() {
+        if let Ok(text) = std::fs::read_to_string(path) {
+            let lines: Vec<&str> = text.lines().collect();
+            out.extend(lines[lines.len().saturating_sub(n)..].iter().map(|l| l.to_string()));
+        }
+    }
+    out
+}
+
+impl RunningSut {
+    /// The origin load goes to.
+    pub fn url(&self) -> String {
+        match self {
+            Self::Direct { url } | Self::External { url } | Self::Child { url, .. } => url.clone(),
+            Self::InProcess { gateway } => gateway.uri(),
+        }
+    }
+
+    /// What it is, for reports.
+    pub fn describe(&self) -> String {
+        match self {
+            Self::Direct { url } => format!("none: load goes straight to the first upstream ({url})"),
+            Self::InProcess { gateway } => format!("built-in gateway, policy {} (in process)", gateway.config().name),
+            Self::Child { what, .. } => what.clone(),
+            Self::External { url } => format!("external, at {url}"),
+        }
+    }
+
+    /// Whether a started process has exited, and how.
+    pub fn exited(&mut self) -> Option<String> {
+        match self {
+            Self::Child { child, .. } => match child.try_wait() {
+                Ok(Some(status)) => Some(status.to_string()),
+                Ok(None) => None,
+                Err(e) => Some(e.to_string()),
+            },
+            _ => None,
+        }
+    }
+
+    /// One readiness check: `path` answers 2xx (or, without a path, the port accepts).
+    pub async fn ready_once(&self, client: &reqwest::Client, path: Option<&str>) -> Result<(), String> {
+        let url = self.url();
+        match path {
+            Some(path) => match client.get(format!("{url}{path}")).send().await {
+                Ok(r) if r.status().is_success() => Ok(()),
+                Ok(r) => Err(format!("GET {path} answered {}", r.status())),
+                Err(e) => Err(format!("GET {path}: {e}")),
+            },
+            None => {
+                let authority = url.trim_start_matches("http://").split('/').next().unwrap_or_default().to_string();
+                tokio::net::TcpStream::connect(authority).await.map(|_| ()).map_err(|e| format!("connect: {e}"))
+            }
+        }
+    }
+
+    /// Waits until it is ready, failing with its last log lines after `timeout` or if it exits.
+    pub async fn wait_ready(&mut self, path: Option<&str>, timeout: Duration) -> Result<(), SutError> {
+        if matches!(self, Self::Direct { .. }) {
+            return Ok(());
+        }
+        let client = probe_client();
+        let started = Instant::now();
+        loop {
+            let last = match self.ready_once(&client, path).await {
+                Ok(()) => return Ok(()),
+                Err(e) => e,
+            };
+            if let Some(status) = self.exited() {
+                return Err(SutError::Exited { status, log_tail: self.log_tail() });
+            }
+            if started.elapsed() >= timeout {
+                return Err(SutError::NotReady { waited: started.elapsed(), last, log_tail: self.log_tail() });
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// Its last log lines (started processes only).
+    pub fn log_tail(&self) -> Vec<String> {
+        match self {
+            Self::Child { logs, .. } => log_tail(logs, 10),
+            _ => Vec::new(),
+        }
+    }
+
+    /// Stops what the harness started: SIGTERM, then SIGKILL after the grace.
+    pub async fn stop(self) {
+        match self {
+            Self::InProcess { gateway } => gateway.shutdown().await,
+            Self::Child { mut child, stop_timeout, .. } => {
+                if let Some(pid) = child.id().and_then(|p| i32::try_from(p).ok()) {
+                    let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGTERM);
+                }
+                if tokio::time::timeout(stop_timeout, child.wait()).await.is_err() {
+                    let _ = child.kill().await;
+                }
+            }
+            Self::Direct { .. } | Self::External { .. } => {}
+        }
+    }
+}
+
+/// An HTTP client for readiness checks: short timeouts, no proxy.
+pub fn probe_client() -> reqwest::Client {
+    reqwest::Client::builder().no_proxy().timeout(Duration::from_secs(2)).build().unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ctx() -> SutContext {
+        SutContext {
+            upstreams: vec![
+                ("primary".into(), "http://127.0.0.1:9001".into()),
+                ("backup".into(), "http://127.0.0.1:9002".into()),
+            ],
+            run_dir: PathBuf::from("/tmp/run"),
+            allow_remote: vec![],
+            chaos_bin: PathBuf::from("chaos"),
+        }
+    }
+
+    #[test]
+    fn placeholders_expand_and_unknown_ones_are_errors() {
+        let c = ctx();
+        assert_eq!(expand("{upstream.primary.url}/v1", &c, 5).unwrap(), "http://127.0.0.1:9001/v1");
+        assert_eq!(expand("--port={sut.port} {upstream.backup.port}", &c, 8080).unwrap(), "--port=8080 9002");
+        assert_eq!(expand("{upstreams}", &c, 0).unwrap(), "http://127.0.0.1:9001,http://127.0.0.1:9002");
+        assert_eq!(expand("{run.dir}/x", &c, 0).unwrap(), "/tmp/run/x");
+        assert!(
+            matches!(expand("{upstream.nope.url}", &c, 0), Err(SutError::Placeholder(p)) if p == "upstream.nope.url")
+        );
+        assert!(matches!(expand("{sut.host}", &c, 0), Err(SutError::Placeholder(_))));
+    }
+
+    #[test]
+    fn targets_must_be_loopback_unless_allowed() {
+        assert!(check_target("http://127.0.0.1:8080", &[]).is_ok());
+        assert!(check_target("http://[::1]:8080/x", &[]).is_ok());
+        assert!(check_target("http://10.0.0.5:8080", &[]).is_err());
+        assert!(check_target("http://10.0.0.5:8080", &["10.0.0.5".into()]).is_ok());
+    }
+}

@@ -1,0 +1,281 @@
+//! `chaos run` end to end, in seconds: the mock, the SUT, the load and the summary, with
+//! known answers (a mock with c slots and a fixed service time; N retries on a 100 % 429
+//! storm).
+
+use std::path::Path;
+use std::time::Duration;
+
+use chaos::analysis::summary::{Level, Sustainability};
+use chaos::analysis::{RunStatus, Summary};
+use chaos::experiment::{self, RunOptions, Stopper};
+use chaos::scenario::{Scenario, Source};
+
+/// A scenario from text, with profile paths resolved from the repository root.
+fn scenario(text: &str) -> Scenario {
+    Scenario::from_source(&Source::new(Path::new("scenarios/test.toml"), text)).expect("valid scenario")
+}
+
+fn options(dir: &Path) -> RunOptions {
+    RunOptions { out: Some(dir.to_path_buf()), chaos_bin: env!("CARGO_BIN_EXE_chaos").into(), ..RunOptions::default() }
+}
+
+async fn run(text: &str) -> (Summary, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let outcome = experiment::run(&scenario(text), &options(dir.path()), Stopper::default()).await.expect("run");
+    (outcome.summary, dir)
+}
+
+/// The summary as written, checked against the committed schema.
+fn written(dir: &Path) -> Summary {
+    let text = std::fs::read_to_string(dir.join("summary.json")).unwrap();
+    let value: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let schema: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string("schemas/summary.schema.json").unwrap()).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let errors: Vec<String> = validator.iter_errors(&value).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "summary.json does not match schemas/summary.schema.json: {errors:?}");
+    serde_json::from_value(value).unwrap()
+}
+
+const FIXED_100MS_4_SLOTS: &str = r#"
+[[upstream]]
+name = "primary"
+latency = { ttft = { dist = "fixed", value = "100ms" }, output_tokens = { dist = "fixed", value = 1 } }
+capacity = { slots = 4, queue = 1000 }
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn closed_load_straight_at_the_mock_measures_its_service_time() {
+    let (s, dir) = run(&format!(
+        "name = \"calibrate\"\n{FIXED_100MS_4_SLOTS}\n[load]\n[[load.phase]]\nname = \"steady\"\nduration = \"2s\"\nusers = 4\n"
+    ))
+    .await;
+    assert_eq!(s, written(dir.path()));
+    assert_eq!(s.status, RunStatus::Completed);
+    let st = &s.stages[0];
+    assert_eq!(st.level, Level::Closed { users: 4 });
+    // 4 users, each 100 ms per request, for 2 s: 80 requests, 40 req/s.
+    assert!((74..=82).contains(&st.requests), "{}", st.requests);
+    assert!((37.0..=41.0).contains(&st.achieved_rps), "{}", st.achieved_rps);
+    let lat = st.latency_ms.unwrap();
+    assert!(lat.p50 >= 100.0 && lat.p50 < 110.0 && lat.p99 < 130.0, "{lat:?}");
+    assert_eq!(st.outcomes["ok"], st.requests);
+    assert_eq!(st.attempts_per_request, Some(1.0));
+    assert_eq!(st.error_rate, 0.0);
+    for file in ["summary.json", "attempts.ndjson", "windows.ndjson", "scenario.toml", "resolved.json", "events.ndjson"]
+    {
+        assert!(dir.path().join(file).exists(), "{file}");
+    }
+    assert!(s.sut.starts_with("none"), "{}", s.sut);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn open_load_measures_from_the_intended_time_and_labels_a_growing_backlog() {
+    // One slot of 100 ms serves 10 req/s. At 5 req/s latency is the service time; at 20 req/s
+    // the queue grows by 10 requests a second and latency (from the intended time) with it.
+    let text = r#"
+name = "open"
+[[upstream]]
+name = "primary"
+latency = { ttft = { dist = "fixed", value = "100ms" }, output_tokens = { dist = "fixed", value = 1 } }
+capacity = { slots = 1, queue = 1000 }
+[load]
+[[load.phase]]
+name = "under"
+duration = "2s"
+rate = 5
+[[load.phase]]
+name = "over"
+duration = "2s"
+rate = 20
+"#;
+    let (s, _dir) = run(text).await;
+    let (under, over) = (&s.stages[0], &s.stages[1]);
+    assert!((9..=11).contains(&under.requests), "5 req/s × 2 s: {}", under.requests);
+    assert!(under.latency_ms.unwrap().p99 < 150.0, "{:?}", under.latency_ms);
+    assert_eq!(under.sustainability, Sustainability::Sustained);
+    let sched = under.schedule.unwrap();
+    assert_eq!((sched.requested_rps, sched.dropped), (5.0, 0));
+    assert!(sched.lag_p99_ms < 20.0, "{sched:?}");
+    assert!((38..=42).contains(&over.requests), "20 req/s × 2 s: {}", over.requests);
+    // The last request waits behind ~40 × 100 ms of work less what was done meanwhile: > 1.5 s.
+    assert!(over.latency_ms.unwrap().max > 1500.0, "{:?}", over.latency_ms);
+    assert_eq!(over.sustainability, Sustainability::Unsustainable);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_naive_gateway_multiplies_a_429_storm_by_n_plus_one() {
+    let text = r#"
+name = "storm"
+[[upstream]]
+name = "primary"
+latency = { ttft = { dist = "fixed", value = "10ms" }, output_tokens = { dist = "fixed", value = 1 } }
+[sut]
+builtin = "gateway"
+policy = "naive"
+[load]
+stream = false
+[[load.phase]]
+name = "storm"
+duration = "1s"
+users = 2
+[[fault]]
+kind = "status"
+code = 429
+retry_after = "1s"
+"#;
+    let (s, _dir) = run(text).await;
+    let st = &s.stages[0];
+    assert!(st.requests > 10, "{}", st.requests);
+    assert_eq!(st.outcomes["rate_limited"], st.requests);
+    // naive: 3 immediate retries of every error, so every request costs exactly 4 attempts.
+    assert_eq!(st.attempts_per_request, Some(4.0), "{st:?}");
+    assert!(s.sut.contains("policy naive"), "{}", s.sut);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_limit_and_an_error_rate_abort_stop_the_run_with_a_partial_summary() {
+    let limited = format!(
+        "name = \"limited\"\n{FIXED_100MS_4_SLOTS}\n[limits]\nmax_requests = 10\n[load]\n[[load.phase]]\nname = \"a\"\nduration = \"5s\"\nusers = 2\n"
+    );
+    let started = std::time::Instant::now();
+    let (s, dir) = run(&limited).await;
+    assert!(started.elapsed() < Duration::from_secs(4), "stopped at the limit, not after 5 s");
+    assert_eq!((s.status, s.generator.issued), (RunStatus::Aborted, 10));
+    assert!(s.abort_reason.as_deref().unwrap().contains("max_requests"), "{:?}", s.abort_reason);
+    assert_eq!(written(dir.path()).status, RunStatus::Aborted);
+
+    let failing = format!(
+        "name = \"failing\"\n{FIXED_100MS_4_SLOTS}\n[abort]\nerror_rate = 0.5\nfor = \"1s\"\nmin_requests = 5\n[load]\n[[load.phase]]\nname = \"a\"\nduration = \"20s\"\nusers = 2\n[[fault]]\nkind = \"status\"\ncode = 500\n"
+    );
+    let started = std::time::Instant::now();
+    let (s, _dir) = run(&failing).await;
+    assert!(started.elapsed() < Duration::from_secs(8), "aborted early: {:?}", started.elapsed());
+    assert_eq!(s.status, RunStatus::Aborted);
+    assert!(s.abort_reason.as_deref().unwrap().starts_with("abort: error rate 100 %"), "{:?}", s.abort_reason);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_command_sut_gets_its_placeholders_and_one_that_never_gets_ready_fails_with_its_logs() {
+    let chaos = env!("CARGO_BIN_EXE_chaos");
+    let text = format!(
+        r#"
+name = "command"
+{FIXED_100MS_4_SLOTS}
+[sut]
+command = ["{chaos}", "gateway", "--policy", "hardened", "--upstream", "{{upstream.primary.url}}", "--listen", "127.0.0.1:{{sut.port}}"]
+url = "http://127.0.0.1:{{sut.port}}"
+ready = "/healthz"
+[load]
+stream = false
+[[load.phase]]
+name = "a"
+duration = "1s"
+users = 2
+"#
+    );
+    let (s, dir) = run(&text).await;
+    assert_eq!(s.status, RunStatus::Completed);
+    assert!(s.stages[0].requests > 10 && s.stages[0].outcomes["ok"] == s.stages[0].requests, "{:?}", s.stages[0]);
+    assert!(s.sut.starts_with("command"), "{}", s.sut);
+    assert!(dir.path().join("sut.stderr.log").exists());
+
+    let never = format!(
+        r#"
+name = "never"
+{FIXED_100MS_4_SLOTS}
+[sut]
+command = ["sh", "-c", "echo warming up; echo cannot bind: permission denied >&2; sleep 30"]
+url = "http://127.0.0.1:{{sut.port}}"
+startup_timeout = "1s"
+stop_timeout = "1s"
+[load]
+[[load.phase]]
+name = "a"
+duration = "1s"
+users = 1
+"#
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let err = experiment::run(&scenario(&never), &options(dir.path()), Stopper::default()).await.unwrap_err();
+    let text = err.to_string();
+    assert!(text.contains("not ready after") && text.contains("cannot bind: permission denied"), "{text}");
+    let s = written(dir.path());
+    assert_eq!(s.status, RunStatus::Aborted);
+    assert!(s.abort_reason.unwrap().contains("not ready"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_same_seed_gives_the_same_prompts_and_fault_decisions() {
+    let text = r#"
+name = "seeded"
+seed = 42
+[[upstream]]
+name = "primary"
+latency = { ttft = { dist = "fixed", value = "20ms" }, output_tokens = { dist = "fixed", value = 1 } }
+[load]
+stream = false
+prompts = { count = 50, distribution = "zipf" }
+[[load.phase]]
+name = "a"
+duration = "1s"
+rate = 40
+[[fault]]
+kind = "status"
+code = 503
+probability = 0.3
+"#;
+    let decisions = |dir: &Path| -> (Vec<(u64, u16)>, std::collections::BTreeMap<String, String>) {
+        let mut by_index = Vec::new();
+        let mut prompts = std::collections::BTreeMap::new();
+        for line in std::fs::read_to_string(dir.join("attempts.ndjson")).unwrap().lines() {
+            let a: serde_json::Value = serde_json::from_str(line).unwrap();
+            by_index.push((a["index"].as_u64().unwrap(), a["status"].as_u64().unwrap() as u16));
+            prompts
+                .insert(a["request_id"].as_str().unwrap().to_string(), a["prompt_hash"].as_str().unwrap().to_string());
+        }
+        by_index.sort();
+        (by_index, prompts)
+    };
+    let (a, dir_a) = run(text).await;
+    let (b, dir_b) = run(text).await;
+    let ((da, pa), (db, pb)) = (decisions(dir_a.path()), decisions(dir_b.path()));
+    let n = da.len().min(db.len());
+    assert!(n >= 35, "{n}");
+    assert_eq!(da[..n], db[..n], "decision k is the same in both runs");
+    assert!(da.iter().any(|(_, s)| *s == 503) && da.iter().any(|(_, s)| *s == 200));
+    let common: Vec<&String> = pa.keys().filter(|k| pb.contains_key(*k)).collect();
+    assert!(common.len() >= 35);
+    assert!(common.iter().all(|k| pa[*k] == pb[*k]), "request rN asks the same prompt in both runs");
+    assert_eq!(a.stages[0].requests, b.stages[0].requests, "a constant schedule sends the same requests");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sut_that_dies_mid_run_stops_the_run_and_says_so() {
+    let chaos = env!("CARGO_BIN_EXE_chaos");
+    // The gateway is killed 1.5 s after it starts; the phase would last 20 s.
+    let text = format!(
+        r#"
+name = "dies"
+{FIXED_100MS_4_SLOTS}
+[sut]
+command = ["timeout", "-s", "KILL", "1.5", "{chaos}", "gateway", "--upstream", "{{upstream.primary.url}}", "--listen", "127.0.0.1:{{sut.port}}"]
+url = "http://127.0.0.1:{{sut.port}}"
+ready = "/healthz"
+[load]
+timeout = "2s"
+[[load.phase]]
+name = "a"
+duration = "20s"
+users = 2
+"#
+    );
+    let started = std::time::Instant::now();
+    let (s, dir) = run(&text).await;
+    assert!(started.elapsed() < Duration::from_secs(10), "stopped soon after the SUT died: {:?}", started.elapsed());
+    assert_eq!(s.status, RunStatus::Aborted);
+    let reason = s.abort_reason.clone().unwrap();
+    assert!(reason.contains("exited mid-run"), "{reason}");
+    assert!(s.stages[0].requests > 0, "what was measured before is kept: {:?}", s.stages[0]);
+    assert_eq!(written(dir.path()).status, RunStatus::Aborted);
+}

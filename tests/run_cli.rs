@@ -1,0 +1,160 @@
+//! `chaos run` as users type it: the dry run, a short run against the gateway as a child
+//! process, Ctrl-C in the middle, a remote target refused, exit codes and the run folder.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn chaos() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_chaos"));
+    c.env("RUST_LOG", "warn");
+    c
+}
+
+fn text(out: &Output) -> (String, String) {
+    (String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+/// Writes a scenario into `dir` with an inline upstream (100 ms to first token, one token).
+fn write_scenario(dir: &Path, rest: &str) -> PathBuf {
+    let path = dir.join("s.toml");
+    let upstream = r#"
+[[upstream]]
+name = "primary"
+latency = { ttft = { dist = "fixed", value = "100ms" }, inter_token = { dist = "fixed", value = "1ms" }, output_tokens = { dist = "fixed", value = 3 } }
+capacity = { slots = 64, queue = 1000 }
+"#;
+    std::fs::write(&path, format!("name = \"cli\"\nseed = 7\n{upstream}\n{rest}")).unwrap();
+    path
+}
+
+fn summary(dir: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).expect("summary.json written")).unwrap()
+}
+
+#[test]
+fn the_shipped_game_day_dry_runs_the_same_twice_with_absolute_fault_times() {
+    let reports = tempfile::tempdir().unwrap();
+    let dry = || {
+        chaos()
+            .args(["run", "scenarios/slow-upstream.toml", "--dry-run", "--time-scale", "0.1", "--reports"])
+            .arg(reports.path())
+            .output()
+            .unwrap()
+    };
+    let (a, b) = (dry(), dry());
+    assert!(a.status.success(), "{:?}", text(&a));
+    assert_eq!(a.stdout, b.stdout, "same seed, same dry run");
+    let (out, _) = text(&a);
+    assert!(out.contains("time scale 0.1"), "{out}");
+    assert!(out.contains("built-in gateway, policy hardened, in_process"), "{out}");
+    // The fault is anchored at phase:fault, which starts after the 6 s (scaled) baseline.
+    let fault = out.lines().find(|l| l.contains("slow-provider")).unwrap();
+    assert!(fault.contains("6s") && fault.contains("18s") && fault.contains("(latency)"), "{fault}");
+    assert_eq!(std::fs::read_dir(reports.path()).unwrap().count(), 0, "a dry run writes nothing");
+}
+
+#[test]
+fn a_short_run_against_the_gateway_as_a_child_completes_and_fills_its_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = write_scenario(
+        dir.path(),
+        r#"
+[sut]
+builtin = "gateway"
+policy = "hardened"
+mode = "child"
+
+[load]
+stream = true
+[[load.phase]]
+name = "steady"
+duration = "1500ms"
+users = 4
+"#,
+    );
+    let out_dir = dir.path().join("run");
+    let out =
+        chaos().arg("run").arg(&scenario).arg("--out").arg(&out_dir).args(["--progress", "lines"]).output().unwrap();
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(stdout.contains("cli — completed"), "{stdout}");
+    assert!(stdout.contains(&format!("run folder: {}", out_dir.display())), "{stdout}");
+    let s = summary(&out_dir);
+    assert_eq!(s["status"], "completed");
+    assert_eq!(s["seed"], 7);
+    let stage = &s["stages"][0];
+    assert!(stage["requests"].as_u64().unwrap() >= 30, "{stage}");
+    assert_eq!(stage["outcomes"]["ok"], stage["requests"]);
+    assert!(stage["ttft_ms"]["p50"].as_f64().unwrap() >= 100.0, "{stage}");
+    assert!(s["sut"].as_str().unwrap().contains("child"), "{}", s["sut"]);
+    for file in ["sut.stdout.log", "sut.stderr.log", "attempts.ndjson", "windows.ndjson", "scenario.toml"] {
+        assert!(out_dir.join(file).exists(), "{file}");
+    }
+    let log = std::fs::read_to_string(out_dir.join("sut.stdout.log")).unwrap();
+    assert!(log.starts_with("listening on http://127.0.0.1:"), "{log}");
+}
+
+#[test]
+fn ctrl_c_in_the_middle_writes_an_aborted_summary_and_exits_3() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario =
+        write_scenario(dir.path(), "[load]\n[[load.phase]]\nname = \"long\"\nduration = \"60s\"\nusers = 2\n");
+    let out_dir = dir.path().join("run");
+    let child = chaos()
+        .arg("run")
+        .arg(&scenario)
+        .arg("--out")
+        .arg(&out_dir)
+        .args(["--progress", "off"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until requests flow (windows are written as they close), then interrupt.
+    let started = Instant::now();
+    while std::fs::metadata(out_dir.join("windows.ndjson")).map_or(0, |m| m.len()) == 0 {
+        assert!(started.elapsed() < Duration::from_secs(20), "no window closed");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let ok = Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap().success();
+    assert!(ok);
+    let interrupted = Instant::now();
+    let out = child.wait_with_output().unwrap();
+    assert!(interrupted.elapsed() < Duration::from_secs(15), "stopped promptly: {:?}", interrupted.elapsed());
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(3), "{stdout}\n{stderr}");
+    assert!(stderr.contains("interrupted") && stderr.contains("partial report"), "{stderr}");
+    let s = summary(&out_dir);
+    assert_eq!(s["status"], "aborted");
+    assert_eq!(s["abort_reason"], "interrupted by a signal");
+    assert!(s["stages"][0]["requests"].as_u64().unwrap() > 0, "{s}");
+    assert!(s["duration_s"].as_f64().unwrap() < 30.0);
+}
+
+#[test]
+fn a_remote_target_is_refused_with_exit_2_before_anything_starts() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = write_scenario(
+        dir.path(),
+        "[sut]\nurl = \"http://192.0.2.10:8080\"\n[load]\n[[load.phase]]\nname = \"a\"\nduration = \"1s\"\nusers = 1\n",
+    );
+    let reports = dir.path().join("reports");
+    let out = chaos().arg("run").arg(&scenario).arg("--reports").arg(&reports).output().unwrap();
+    let (_, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("192.0.2.10") && stderr.contains("allow_remote"), "{stderr}");
+    assert!(!reports.exists(), "nothing written for a refused run");
+}
+
+#[test]
+fn bad_arguments_and_a_scenario_without_load_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = write_scenario(dir.path(), "");
+    let out = chaos().arg("run").arg(&scenario).arg("--reports").arg(dir.path().join("r")).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{:?}", text(&out));
+    assert!(text(&out).1.contains("[load]"), "{:?}", text(&out));
+    let out = chaos().arg("run").arg(&scenario).args(["--time-scale", "0"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out).1.contains("--time-scale"), "{:?}", text(&out));
+}
