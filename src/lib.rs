@@ -1,7 +1,7 @@
 //! `chaos`: a chaos and load-testing harness for services that call LLM APIs.
 //!
 //! The library holds everything; the binary only parses the command line. Dependencies flow
-//! one way: `cli → experiment → {mock, load, sut, analysis}`, `mock → faults`, and every
+//! one way: `cli → experiment → {mock, load, sut, analysis, report}`, `report → analysis`, `mock → faults`, and every
 //! module reads `scenario` types.
 //! See the README for the file formats and the exit-code table.
 
@@ -14,6 +14,7 @@ pub mod gateway;
 pub mod load;
 pub mod mock;
 pub mod net;
+pub mod report;
 pub mod scenario;
 pub mod seed;
 pub mod sut;

@@ -3,7 +3,6 @@
 //! storm).
 
 use std::path::Path;
-use std::time::Duration;
 
 use chaos::analysis::summary::{Level, Sustainability};
 use chaos::analysis::{RunStatus, Summary};
@@ -131,6 +130,14 @@ retry_after = "1s"
     // naive: 3 immediate retries of every error, so every request costs exactly 4 attempts.
     assert_eq!(st.attempts_per_request, Some(4.0), "{st:?}");
     assert!(s.sut.contains("policy naive"), "{}", s.sut);
+    let r = s.retry.as_ref().expect("retry analysis");
+    assert!((r.amplification.overall - 4.0).abs() <= 0.05, "{r:?}");
+    assert_eq!(r.amplification.by_phase["storm"], 4.0);
+    assert_eq!(r.attempts_histogram["4"], st.requests, "{r:?}");
+    assert!(r.immediate_retry_share.unwrap() > 0.9, "{r:?}");
+    assert_eq!(r.retry_after_violations, r.retries, "naive ignores every Retry-After");
+    assert_eq!((r.max_retries, r.expected_amplification_n_retries), (3, 4.0));
+    assert_eq!(r.by_layer.gateway, r.retries, "x-chaos-attempt marks each gateway retry");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -138,9 +145,10 @@ async fn a_request_limit_and_an_error_rate_abort_stop_the_run_with_a_partial_sum
     let limited = format!(
         "name = \"limited\"\n{FIXED_100MS_4_SLOTS}\n[limits]\nmax_requests = 10\n[load]\n[[load.phase]]\nname = \"a\"\nduration = \"5s\"\nusers = 2\n"
     );
-    let started = std::time::Instant::now();
+    // Durations come from the summary: other runs in this process may hold the load lock
+    // first, so wall time around `run` says nothing.
     let (s, dir) = run(&limited).await;
-    assert!(started.elapsed() < Duration::from_secs(4), "stopped at the limit, not after 5 s");
+    assert!(s.duration_s < 4.0, "stopped at the limit, not after 5 s: {}", s.duration_s);
     assert_eq!((s.status, s.generator.issued), (RunStatus::Aborted, 10));
     assert!(s.abort_reason.as_deref().unwrap().contains("max_requests"), "{:?}", s.abort_reason);
     assert_eq!(written(dir.path()).status, RunStatus::Aborted);
@@ -148,9 +156,8 @@ async fn a_request_limit_and_an_error_rate_abort_stop_the_run_with_a_partial_sum
     let failing = format!(
         "name = \"failing\"\n{FIXED_100MS_4_SLOTS}\n[abort]\nerror_rate = 0.5\nfor = \"1s\"\nmin_requests = 5\n[load]\n[[load.phase]]\nname = \"a\"\nduration = \"20s\"\nusers = 2\n[[fault]]\nkind = \"status\"\ncode = 500\n"
     );
-    let started = std::time::Instant::now();
     let (s, _dir) = run(&failing).await;
-    assert!(started.elapsed() < Duration::from_secs(8), "aborted early: {:?}", started.elapsed());
+    assert!(s.duration_s < 8.0, "aborted early: {}", s.duration_s);
     assert_eq!(s.status, RunStatus::Aborted);
     assert!(s.abort_reason.as_deref().unwrap().starts_with("abort: error rate 100 %"), "{:?}", s.abort_reason);
 }
@@ -270,12 +277,84 @@ duration = "20s"
 users = 2
 "#
     );
-    let started = std::time::Instant::now();
     let (s, dir) = run(&text).await;
-    assert!(started.elapsed() < Duration::from_secs(10), "stopped soon after the SUT died: {:?}", started.elapsed());
+    assert!(s.duration_s < 10.0, "stopped soon after the SUT died: {}", s.duration_s);
     assert_eq!(s.status, RunStatus::Aborted);
     let reason = s.abort_reason.clone().unwrap();
     assert!(reason.contains("exited mid-run"), "{reason}");
     assert!(s.stages[0].requests > 0, "what was measured before is kept: {:?}", s.stages[0]);
     assert_eq!(written(dir.path()).status, RunStatus::Aborted);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_hardened_gateway_retries_within_budget_and_honours_retry_after() {
+    let text = r#"
+name = "storm-hardened"
+[[upstream]]
+name = "primary"
+latency = { ttft = { dist = "fixed", value = "10ms" }, output_tokens = { dist = "fixed", value = 1 } }
+[sut]
+builtin = "gateway"
+policy = "hardened"
+[load]
+stream = false
+[[load.phase]]
+name = "storm"
+duration = "2s"
+users = 4
+[[fault]]
+kind = "status"
+code = 429
+retry_after = "200ms"
+"#;
+    let (s, dir) = run(text).await;
+    let r = s.retry.as_ref().expect("retry analysis");
+    assert!(r.amplification.overall <= 3.0, "{r:?}");
+    assert!(r.amplification.max_window.unwrap() <= 3.0, "{r:?}");
+    assert_eq!(r.retry_after_violations, 0, "{r:?}");
+    assert!(r.retry_after_retries > 0, "it did retry: {r:?}");
+    assert_eq!(r.attempts_histogram["4"] + r.attempts_histogram["5-9"] + r.attempts_histogram[">=10"], 0, "{r:?}");
+    // The saved folder gives the same numbers: `chaos report` on it rewrites the same summary.
+    let again = chaos::report::write(dir.path()).unwrap();
+    assert_eq!(again, s);
+    assert_eq!(written(dir.path()), s);
+    for f in ["report.md", "report.html", "charts/latency.svg", "charts/amplification.png", "charts/attempts.svg"] {
+        assert!(dir.path().join(f).exists(), "{f}");
+    }
+    let md = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
+    assert!(md.starts_with("# chaos: storm-hardened — completed\n\n- "), "{md}");
+}
+
+/// A closed sweep against a mock with `c` slots and a fixed 100 ms service time: latency is
+/// flat up to c users and grows beyond; throughput levels off at c / 0.1 s.
+async fn knee_of(c: u32, users: &[u32]) -> (f64, f64, String) {
+    let list: Vec<String> = users.iter().map(u32::to_string).collect();
+    let text = format!(
+        r#"
+name = "sweep-{c}"
+[[upstream]]
+name = "primary"
+latency = {{ ttft = {{ dist = "fixed", value = "100ms" }}, output_tokens = {{ dist = "fixed", value = 1 }} }}
+capacity = {{ slots = {c}, queue = 1000 }}
+[load]
+[load.sweep]
+users = [{}]
+step = "1200ms"
+warmup = "300ms"
+"#,
+        list.join(", ")
+    );
+    let (s, _dir) = run(&text).await;
+    let sw = s.sweep.expect("sweep analysis");
+    let knee = sw.knee.clone().unwrap_or_else(|| panic!("no knee for c = {c}: {sw:?}"));
+    (knee.load, sw.safe_limit.as_ref().map_or(f64::NAN, |l| l.load), knee.method)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_closed_sweep_finds_the_knee_at_the_mocks_slot_count() {
+    for (c, users) in [(2u32, vec![1u32, 2, 3, 4]), (4, vec![1, 2, 3, 4, 5, 6, 8]), (8, vec![2, 4, 6, 8, 10, 12, 16])] {
+        let (knee, safe, method) = knee_of(c, &users).await;
+        assert!((knee - f64::from(c)).abs() <= 0.1 * f64::from(c), "c = {c}: knee at {knee} users ({method})");
+        assert!((safe - 0.8 * knee).abs() < 1e-9);
+    }
 }

@@ -93,6 +93,23 @@ users = 4
     }
     let log = std::fs::read_to_string(out_dir.join("sut.stdout.log")).unwrap();
     assert!(log.starts_with("listening on http://127.0.0.1:"), "{log}");
+
+    // The reports were written as the run ended; `chaos report` rewrites them identically.
+    let md = std::fs::read_to_string(out_dir.join("report.md")).unwrap();
+    assert!(md.starts_with("# chaos: cli — completed"), "{md}");
+    let html = std::fs::read_to_string(out_dir.join("report.html")).unwrap();
+    assert!(html.contains("<svg") && !html.contains("<script"), "charts inlined, no scripts");
+    let before = std::fs::read(out_dir.join("summary.json")).unwrap();
+    let out = chaos().arg("report").arg(&out_dir).output().unwrap();
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(stdout.contains("report: ") && stdout.contains("requests"), "{stdout}");
+    assert_eq!(std::fs::read(out_dir.join("summary.json")).unwrap(), before, "same folder, same numbers");
+    assert_eq!(std::fs::read_to_string(out_dir.join("report.md")).unwrap(), md);
+
+    let not_a_run = chaos().arg("report").arg(dir.path()).output().unwrap();
+    assert_eq!(not_a_run.status.code(), Some(2), "{:?}", text(&not_a_run));
+    assert!(text(&not_a_run).1.contains("summary.json"), "{:?}", text(&not_a_run));
 }
 
 #[test]

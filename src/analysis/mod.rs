@@ -4,11 +4,65 @@
 //! [`recorder`] keeps HDR histograms (µs) per stage and per 1-second window with bounded
 //! memory; [`summary`] turns them into the versioned `summary.json`.
 
+pub mod data;
 pub mod recorder;
+pub mod recovery;
+pub mod retry;
+pub mod stampede;
 pub mod summary;
+pub mod sweep;
 
+pub use data::{DataError, RunData};
 pub use recorder::{OutcomeCounts, Recorder, StageRecord, WindowSummary};
 pub use summary::{RunStatus, SCHEMA_VERSION, StageSummary, Summary};
+
+/// Fills the analysis sections of `data.summary` (sweep, retry, stampede, recovery,
+/// failover) from the run's records. Pure: the same folder always gives the same numbers.
+pub fn analyse(data: &RunData) -> Summary {
+    let mut s = data.summary.clone();
+    let t0 = s.load_start_us;
+    let steps: Vec<sweep::SweepStep> = s
+        .stages
+        .iter()
+        .filter(|st| st.kind == "step")
+        .map(|st| {
+            let lat = st.latency_ms.unwrap_or_default();
+            sweep::SweepStep {
+                load: match st.level {
+                    summary::Level::Closed { users } => f64::from(users),
+                    summary::Level::Open { rate } => rate,
+                },
+                rps: st.achieved_rps,
+                p50_ms: lat.p50,
+                p95_ms: lat.p95,
+                p99_ms: lat.p99,
+                mean_ms: lat.mean,
+                error_rate: st.error_rate,
+                sustainability: crate::scenario::wire_name(&st.sustainability),
+            }
+        })
+        .collect();
+    let unit = match s.stages.iter().find(|st| st.kind == "step").map(|st| st.level) {
+        Some(summary::Level::Open { .. }) => "rps",
+        _ => "users",
+    };
+    let multiplier = s.faults.iter().filter_map(|f| f.multiplier).reduce(f64::max);
+    s.sweep = (!steps.is_empty()).then(|| sweep::analyse(unit, steps, multiplier));
+    let names: Vec<String> = s.stages.iter().map(|st| st.name.clone()).collect();
+    s.retry = retry::analyse(&data.samples, &data.attempts, &names, t0);
+    s.stampede = stampede::analyse(&data.expiries(), &data.samples, &data.attempts, t0);
+    let baseline = s
+        .stages
+        .iter()
+        .find(|st| st.name == "baseline")
+        .or_else(|| s.stages.iter().find(|st| st.requests > 0))
+        .and_then(|st| st.latency_ms.map(|l| (st.name.clone(), l.p95, st.error_rate)));
+    s.recovery = baseline
+        .map(|(name, p95, err)| recovery::recovery(&s.faults, &data.windows, (&name, p95, err), s.duration_s))
+        .unwrap_or_default();
+    s.failover = recovery::failover(&s.faults, &data.attempts, t0);
+    s
+}
 
 /// One upstream attempt as the analysis needs it: when, and for which logical request (the
 /// number in `r{id}`, from `x-chaos-request-id` or the prompt marker).

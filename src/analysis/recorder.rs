@@ -318,6 +318,7 @@ mod tests {
             attempts: 1,
             sut_attempts: Some(2),
             tokens: 1,
+            key: 0,
         }
     }
 

@@ -4,6 +4,11 @@
 use std::collections::BTreeMap;
 
 use hdrhistogram::Histogram;
+
+use super::recovery::{Failover, FaultWindow, Recovery};
+use super::retry::RetryAnalysis;
+use super::stampede::StampedeAnalysis;
+use super::sweep::SweepAnalysis;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -26,7 +31,7 @@ pub enum RunStatus {
 }
 
 /// Percentiles of a distribution, ms.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Percentiles {
     /// Median.
     pub p50: f64,
@@ -213,6 +218,24 @@ pub struct Summary {
     pub totals: Totals,
     /// The generator.
     pub generator: GeneratorSummary,
+    /// The fault windows, seconds from the load start.
+    #[serde(default)]
+    pub faults: Vec<FaultWindow>,
+    /// Knee and safe limit, when the scenario has a sweep.
+    #[serde(default)]
+    pub sweep: Option<SweepAnalysis>,
+    /// Retry amplification forensics.
+    #[serde(default)]
+    pub retry: Option<RetryAnalysis>,
+    /// Stampedes at correlated TTL expiry, when the scenario has any.
+    #[serde(default)]
+    pub stampede: Option<StampedeAnalysis>,
+    /// Recovery after each fault window that ended during the run.
+    #[serde(default)]
+    pub recovery: Vec<Recovery>,
+    /// Failover away from each faulted upstream of a pool.
+    #[serde(default)]
+    pub failover: Vec<Failover>,
 }
 
 /// Outcome counts as a name → count map (every outcome present, zeros included).

@@ -10,6 +10,7 @@
 mod fault;
 mod gateway;
 mod mock;
+mod report;
 mod run;
 mod schema;
 mod signals;
@@ -46,6 +47,8 @@ pub enum Command {
     Gateway(gateway::Args),
     /// Run a scenario: mocks, faults, the system under test and the load; write the run folder.
     Run(run::Args),
+    /// Analyse a saved run folder again: summary.json, report.md, report.html, charts.
+    Report(report::Args),
 }
 
 /// Exit codes, as documented in the README.
@@ -98,6 +101,9 @@ pub enum CliError {
     /// A run could not start or finish.
     #[error("{0}")]
     Run(#[from] crate::experiment::RunError),
+    /// A run folder could not be analysed.
+    #[error(transparent)]
+    Report(#[from] crate::report::ReportError),
     /// A run ended early; its folder holds a partial report.
     #[error("run aborted: {reason}\n  partial report: {dir}")]
     Aborted {
@@ -125,7 +131,8 @@ impl CliError {
             Self::Gateway(crate::gateway::GatewayError::Upstream { .. }) => Exit::Usage,
             Self::Run(e) if e.is_usage() => Exit::Usage,
             Self::Mock(_) | Self::Gateway(_) | Self::Io { .. } | Self::Control { .. } => Exit::Harness,
-            Self::Run(_) | Self::Aborted { .. } => Exit::Harness,
+            Self::Report(crate::report::ReportError::Data(_)) => Exit::Usage,
+            Self::Run(_) | Self::Aborted { .. } | Self::Report(_) => Exit::Harness,
         }
     }
 
@@ -190,6 +197,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
         Command::Fault(args) => fault::run(args).await,
         Command::Gateway(args) => gateway::run(args).await,
         Command::Run(args) => run::run(args).await,
+        Command::Report(args) => report::run(&args),
     }
 }
 

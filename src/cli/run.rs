@@ -32,9 +32,9 @@ pub struct Args {
     /// A non-loopback host load may go to; the scenario's allow_remote must name it too.
     #[arg(long)]
     pub allow_remote: Vec<String>,
-    /// Also write every request's sample to samples.ndjson.
+    /// Keep every inter-token gap in samples.ndjson (large for long streams).
     #[arg(long)]
-    pub samples: bool,
+    pub token_gaps: bool,
     /// Progress on stderr: auto (a bar on a terminal, lines otherwise), lines, or off.
     #[arg(long, value_parser = ["auto", "lines", "off"], default_value = "auto")]
     pub progress: String,
@@ -54,7 +54,7 @@ pub(super) async fn run(args: Args) -> Result<(), CliError> {
         out: args.out.clone(),
         reports: args.reports.clone(),
         allow_remote: args.allow_remote.clone(),
-        samples: args.samples,
+        token_gaps: args.token_gaps,
         progress: match args.progress.as_str() {
             "lines" => ProgressMode::Lines,
             "off" => ProgressMode::Off,

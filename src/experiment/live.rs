@@ -33,18 +33,17 @@ pub type AbortRule = (f64, Duration, u64);
 pub struct Outputs {
     /// `windows.ndjson`, written as windows close (survives a crash).
     pub windows: BufWriter<std::fs::File>,
-    /// `samples.ndjson`, when asked for.
-    pub samples: Option<BufWriter<std::fs::File>>,
+    /// `samples.ndjson`: one line per logical request (the analysis joins attempts to it).
+    pub samples: BufWriter<std::fs::File>,
+    /// Keep every inter-token gap in the sample lines (they are in the histograms anyway).
+    pub token_gaps: bool,
 }
 
 impl Outputs {
     /// Opens the files in `dir`.
-    pub fn open(dir: &Path, samples: bool) -> std::io::Result<Self> {
+    pub fn open(dir: &Path, token_gaps: bool) -> std::io::Result<Self> {
         let file = |name: &str| std::fs::File::create(dir.join(name)).map(BufWriter::new);
-        Ok(Self {
-            windows: file("windows.ndjson")?,
-            samples: if samples { Some(file("samples.ndjson")?) } else { None },
-        })
+        Ok(Self { windows: file("windows.ndjson")?, samples: file("samples.ndjson")?, token_gaps })
     }
 }
 
@@ -102,10 +101,13 @@ pub async fn consume(
     loop {
         tokio::select! {
             sample = rx.recv() => match sample {
-                Some(s) => {
+                Some(mut s) => {
                     recorder.record(&s);
-                    if let Some(f) = &mut out.samples && let Ok(line) = serde_json::to_string(&s) {
-                        let _ = writeln!(f, "{line}");
+                    if !out.token_gaps {
+                        s.itl_us = Vec::new();
+                    }
+                    if let Ok(line) = serde_json::to_string(&s) {
+                        let _ = writeln!(out.samples, "{line}");
                     }
                 }
                 None => break,
@@ -121,8 +123,6 @@ pub async fn consume(
     let written = live.lock().map(|l| l.last.as_ref().map(|w| w.t_s)).unwrap_or(None);
     let rest: Vec<WindowSummary> = windows.iter().filter(|w| written.is_none_or(|t| w.t_s > t)).cloned().collect();
     on_windows(rest, &mut out);
-    if let Some(f) = &mut out.samples {
-        let _ = f.flush();
-    }
+    let _ = out.samples.flush();
     (stages, windows)
 }

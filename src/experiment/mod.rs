@@ -116,7 +116,7 @@ pub struct RunOptions {
     /// Non-loopback hosts the command line allows (the scenario must name them too).
     pub allow_remote: Vec<String>,
     /// Also write every sample to `samples.ndjson`.
-    pub samples: bool,
+    pub token_gaps: bool,
     /// The progress view.
     pub progress: ProgressMode,
     /// The `chaos` binary (for a child gateway).
@@ -129,7 +129,7 @@ impl Default for RunOptions {
             out: None,
             reports: PathBuf::from("reports"),
             allow_remote: Vec::new(),
-            samples: false,
+            token_gaps: false,
             progress: ProgressMode::Off,
             chaos_bin: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("chaos")),
         }
@@ -225,7 +225,7 @@ pub async fn run(scenario: &Scenario, options: &RunOptions, stopper: Stopper) ->
 
     let live = Arc::new(Mutex::new(live::LiveStats::default()));
     let (tx, rx) = mpsc::channel(65_536);
-    let outputs = live::Outputs::open(&dir, options.samples).map_err(io(&dir))?;
+    let outputs = live::Outputs::open(&dir, options.token_gaps).map_err(io(&dir))?;
     let consumer = tokio::spawn(live::consume(
         rx,
         Recorder::new(&load.stages, t0_us),
@@ -285,6 +285,15 @@ pub async fn run(scenario: &Scenario, options: &RunOptions, stopper: Stopper) ->
         reason,
     });
     folder::write_json(&dir.join("summary.json"), &summary).map_err(io(&dir))?;
+    // The analysis reads the folder back, as `chaos report` does: one path for both. If it
+    // fails, the measured summary above stays.
+    let summary = match crate::report::write(&dir) {
+        Ok(analysed) => analysed,
+        Err(e) => {
+            tracing::warn!("report not written: {e}");
+            summary
+        }
+    };
     Ok(RunOutcome { dir, summary })
 }
 
@@ -325,6 +334,12 @@ fn write_aborted(
             attempts_per_request: None,
         },
         generator: GeneratorSummary { users: 0, issued: 0, lost_samples: 0 },
+        faults: fault_windows(scenario),
+        sweep: None,
+        retry: None,
+        stampede: None,
+        recovery: Vec::new(),
+        failover: Vec::new(),
     };
     let _ = folder::write_json(&dir.join("summary.json"), &summary);
 }
@@ -467,5 +482,34 @@ fn build_summary(i: SummaryInput<'_>) -> Summary {
             issued: i.report.issued,
             lost_samples: i.report.lost_samples,
         },
+        faults: fault_windows(i.scenario),
+        sweep: None,
+        retry: None,
+        stampede: None,
+        recovery: Vec::new(),
+        failover: Vec::new(),
     }
+}
+
+/// The scenario's fault windows, seconds from the load start.
+fn fault_windows(scenario: &Scenario) -> Vec<crate::analysis::recovery::FaultWindow> {
+    scenario
+        .faults
+        .iter()
+        .map(|f| {
+            let env = f.fault.envelope();
+            let start = env.start.unwrap_or_default();
+            crate::analysis::recovery::FaultWindow {
+                name: f.name.clone(),
+                kind: f.fault.kind().to_string(),
+                start_s: start.as_std().as_secs_f64(),
+                end_s: env.duration.map(|d| (start + d).as_std().as_secs_f64()),
+                upstream: env.matches.upstream.clone(),
+                multiplier: match &f.fault {
+                    crate::faults::Fault::Latency(l) => l.multiplier,
+                    _ => None,
+                },
+            }
+        })
+        .collect()
 }

@@ -353,6 +353,7 @@ impl Shared {
                 attempts: attempt,
                 sut_attempts: answer.sut_attempts,
                 tokens: answer.tokens,
+                key: self.prompts.pick(id) as u32,
             };
         }
     }

@@ -103,6 +103,9 @@ pub struct Sample {
     pub sut_attempts: Option<u32>,
     /// Content tokens received.
     pub tokens: u32,
+    /// Which prompt of the prompt set it sent (0 = the most popular under zipf): the cache key.
+    #[serde(default)]
+    pub key: u32,
 }
 
 impl Sample {

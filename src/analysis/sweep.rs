@@ -1,0 +1,284 @@
+//! Capacity planning from a sweep: where latency bends (the knee) and the safe limit at 80 %
+//! of it, in the swept unit (users or req/s), in req/s, and as in-flight requests by Little's
+//! law for normal and for faulted latency.
+//!
+//! The knee is found two ways and cross-checked: Kneedle (Satopää et al., 2011) on
+//! (load, p99), and the throughput plateau (the last step after which achieved throughput
+//! grows by less than [`PLATEAU_GROWTH`]). Kneedle is a few lines over a handful of points;
+//! the crates that implement it pull in numeric stacks for this, so it is written here.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// Kneedle sensitivity S (1 is the paper's default).
+pub const SENSITIVITY: f64 = 1.0;
+/// Throughput growing by less than this from one step to the next is a plateau.
+pub const PLATEAU_GROWTH: f64 = 0.05;
+/// The safe limit as a share of the knee.
+pub const SAFE_SHARE: f64 = 0.8;
+
+/// One step of a sweep, as measured.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SweepStep {
+    /// Load in the swept unit (users, or requested req/s).
+    pub load: f64,
+    /// Achieved throughput, req/s.
+    pub rps: f64,
+    /// Latency percentiles, ms.
+    pub p50_ms: f64,
+    /// 95th percentile, ms.
+    pub p95_ms: f64,
+    /// 99th percentile, ms.
+    pub p99_ms: f64,
+    /// Mean latency, ms.
+    pub mean_ms: f64,
+    /// Failed share.
+    pub error_rate: f64,
+    /// `sustained`, `unsustainable`, `generator_limited` or `empty`.
+    pub sustainability: String,
+}
+
+/// The knee.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Knee {
+    /// Load at the knee, in the swept unit.
+    pub load: f64,
+    /// Achieved throughput at the knee, req/s.
+    pub rps: f64,
+    /// `kneedle`, `plateau`, or `kneedle+plateau` when both agree.
+    pub method: String,
+    /// Kneedle's answer (load), if it found one.
+    pub kneedle: Option<f64>,
+    /// The throughput plateau's answer (load), if throughput levelled off.
+    pub plateau: Option<f64>,
+}
+
+/// The safe limit: [`SAFE_SHARE`] of the knee.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SafeLimit {
+    /// Load in the swept unit.
+    pub load: f64,
+    /// Throughput there (interpolated between steps), req/s.
+    pub rps: f64,
+    /// Requests in flight there by Little's law (rps × mean latency).
+    pub in_flight: f64,
+    /// The same under the scenario's worst latency fault (rps × mean latency × multiplier).
+    pub in_flight_faulted: Option<f64>,
+    /// The multiplier used for `in_flight_faulted`.
+    pub fault_multiplier: Option<f64>,
+}
+
+/// `summary.sweep`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SweepAnalysis {
+    /// `users` or `rps`: the unit of `load`.
+    pub unit: String,
+    /// The steps.
+    pub steps: Vec<SweepStep>,
+    /// The knee, when the curve has one.
+    pub knee: Option<Knee>,
+    /// 80 % of the knee.
+    pub safe_limit: Option<SafeLimit>,
+    /// How far to trust it: agreement of the methods, sweep coverage.
+    pub confidence: String,
+    /// Advice in words, e.g. pool sizes.
+    pub notes: Vec<String>,
+}
+
+/// Kneedle on an increasing convex curve: the index of the point farthest below the chord
+/// of the normalised curve, if the difference curve then drops to the threshold
+/// `max − S·mean(Δx)` (otherwise the curve has not bent yet within the data).
+pub fn kneedle(x: &[f64], y: &[f64], sensitivity: f64) -> Option<usize> {
+    let n = x.len();
+    if n < 3 || y.len() != n {
+        return None;
+    }
+    let (x0, x1) = (x[0], x[n - 1]);
+    let (ymin, ymax) = y.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &v| (a.min(v), b.max(v)));
+    if x1 <= x0 || ymax <= ymin {
+        return None;
+    }
+    let diff: Vec<f64> = (0..n).map(|i| (x[i] - x0) / (x1 - x0) - (y[i] - ymin) / (ymax - ymin)).collect();
+    let (best, &dmax) = diff.iter().enumerate().max_by(|a, b| a.1.total_cmp(b.1))?;
+    if dmax <= 0.0 {
+        return None;
+    }
+    let mean_dx = 1.0 / (n - 1) as f64; // normalised x spans 1 over n − 1 gaps
+    let threshold = dmax - sensitivity * mean_dx;
+    diff[best + 1..].iter().any(|&d| d <= threshold).then_some(best)
+}
+
+/// The last step before throughput stops growing by more than [`PLATEAU_GROWTH`]: the
+/// first `i` with `rps[i + 1] < rps[i] × (1 + growth)`, if throughput grew before it.
+pub fn plateau(rps: &[f64], growth: f64) -> Option<usize> {
+    (0..rps.len().saturating_sub(1)).find(|&i| rps[i + 1] < rps[i] * (1.0 + growth) && (i == 0 || rps[i] > rps[0]))
+}
+
+fn interpolate(x: &[f64], y: &[f64], at: f64) -> f64 {
+    match x.iter().position(|&v| v >= at) {
+        None => *y.last().unwrap_or(&0.0),
+        Some(0) => y[0] * if x[0] > 0.0 { at / x[0] } else { 1.0 },
+        Some(i) => y[i - 1] + (y[i] - y[i - 1]) * (at - x[i - 1]) / (x[i] - x[i - 1]),
+    }
+}
+
+/// Analyses the steps of a sweep (in order of rising load). `fault_multiplier` is the worst
+/// latency multiplier of the scenario's faults, for the faulted pool size.
+pub fn analyse(unit: &str, steps: Vec<SweepStep>, fault_multiplier: Option<f64>) -> SweepAnalysis {
+    let used: Vec<&SweepStep> = steps.iter().filter(|s| s.sustainability != "empty").collect();
+    let x: Vec<f64> = used.iter().map(|s| s.load).collect();
+    let p99: Vec<f64> = used.iter().map(|s| s.p99_ms).collect();
+    let rps: Vec<f64> = used.iter().map(|s| s.rps).collect();
+    let mut notes = Vec::new();
+    if used.len() < 3 {
+        return SweepAnalysis {
+            unit: unit.into(),
+            steps,
+            knee: None,
+            safe_limit: None,
+            confidence: "low: fewer than 3 measured steps".into(),
+            notes,
+        };
+    }
+    let k = kneedle(&x, &p99, SENSITIVITY);
+    let p = plateau(&rps, PLATEAU_GROWTH);
+    let (index, method) = match (k, p) {
+        (Some(k), Some(p)) if k.abs_diff(p) <= 1 => (Some(k.min(p)), "kneedle+plateau"),
+        // They disagree: take the lower load (the conservative answer) and say so.
+        (Some(k), Some(p)) => (Some(k.min(p)), if k < p { "kneedle" } else { "plateau" }),
+        (Some(k), None) => (Some(k), "kneedle"),
+        (None, Some(p)) => (Some(p), "plateau"),
+        (None, None) => (None, ""),
+    };
+    let mut confidence = match (k, p) {
+        (Some(a), Some(b)) if a.abs_diff(b) <= 1 => "high: latency knee and throughput plateau agree".to_string(),
+        (Some(a), Some(b)) => {
+            format!("medium: latency bends at {} but throughput levels off at {} {unit}; the lower is used", x[a], x[b])
+        }
+        (Some(_), None) => "medium: latency bends but throughput kept growing".into(),
+        (None, Some(_)) => "medium: throughput levelled off without a clear latency knee".into(),
+        (None, None) => "none: no knee within the sweep — extend it to higher load".into(),
+    };
+    let Some(i) = index else {
+        return SweepAnalysis { unit: unit.into(), steps, knee: None, safe_limit: None, confidence, notes };
+    };
+    // Neither method can put the knee on the last step; one step past it is as thin.
+    if i == 0 || i + 2 >= used.len() {
+        confidence = format!(
+            "low: the knee is at the {} of the sweep — extend it {}",
+            if i == 0 { "first step" } else { "last steps" },
+            if i == 0 { "to lower load" } else { "to higher load" }
+        );
+    } else if used.len() < 5 {
+        confidence = format!("{confidence} (coarse: {} steps)", used.len());
+    }
+    let knee =
+        Knee { load: x[i], rps: rps[i], method: method.into(), kneedle: k.map(|k| x[k]), plateau: p.map(|p| x[p]) };
+    let safe_load = SAFE_SHARE * knee.load;
+    let safe_rps = interpolate(&x, &rps, safe_load);
+    let mean_s = interpolate(&x, &used.iter().map(|s| s.mean_ms).collect::<Vec<_>>(), safe_load) / 1000.0;
+    let in_flight = safe_rps * mean_s;
+    let faulted = fault_multiplier.map(|m| in_flight * m);
+    notes.push(format!(
+        "knee at {} {unit} ({:.1} req/s); safe limit {:.1} {unit} ≈ {:.1} req/s",
+        knee.load, knee.rps, safe_load, safe_rps
+    ));
+    notes.push(format!(
+        "Little's law: {safe_rps:.1} req/s × {mean_s:.2} s mean latency = {in_flight:.0} requests in flight — size client and upstream pools for at least that"
+    ));
+    if let (Some(m), Some(f)) = (fault_multiplier, faulted) {
+        notes.push(format!(
+            "under the scenario's ×{m} latency fault: {safe_rps:.1} req/s × {:.2} s = {f:.0} in flight; a pool smaller than that saturates and queues",
+            mean_s * m
+        ));
+    }
+    SweepAnalysis {
+        unit: unit.into(),
+        steps,
+        knee: Some(knee),
+        safe_limit: Some(SafeLimit {
+            load: round3(safe_load),
+            rps: round3(safe_rps),
+            in_flight: round3(in_flight),
+            in_flight_faulted: faulted.map(round3),
+            fault_multiplier,
+        }),
+        confidence,
+        notes,
+    }
+}
+
+fn round3(v: f64) -> f64 {
+    (v * 1000.0).round() / 1000.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A closed sweep against c slots with service time s: latency flat up to c users, then
+    /// growing as u/c × s; throughput u/s up to c, then c/s.
+    fn slots(c: u32, s_ms: f64, users: &[u32]) -> Vec<SweepStep> {
+        users
+            .iter()
+            .map(|&u| {
+                let lat = if u <= c { s_ms } else { s_ms * f64::from(u) / f64::from(c) };
+                let rps = f64::from(u.min(c)) / (s_ms / 1000.0);
+                SweepStep {
+                    load: f64::from(u),
+                    rps,
+                    p50_ms: lat,
+                    p95_ms: lat,
+                    p99_ms: lat * 1.02,
+                    mean_ms: lat,
+                    error_rate: 0.0,
+                    sustainability: "sustained".into(),
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_knee_of_c_slots_is_at_c_users_for_several_c() {
+        for c in [2u32, 4, 8, 16, 32] {
+            // Steps of c/4 up to 2c: a sweep fine enough to resolve ±10 % around the knee.
+            let step = (c / 4).max(1);
+            let users: Vec<u32> = (1..=2 * c / step).map(|k| k * step).collect();
+            let a = analyse("users", slots(c, 100.0, &users), Some(3.0));
+            let knee = a.knee.as_ref().unwrap();
+            let err = (knee.load - f64::from(c)).abs() / f64::from(c);
+            assert!(err <= 0.1, "c = {c}: knee {knee:?} users {users:?}");
+            assert_eq!(knee.method, "kneedle+plateau", "{a:?}");
+            let safe = a.safe_limit.unwrap();
+            assert!((safe.load - 0.8 * knee.load).abs() < 1e-9);
+            // Below the knee throughput is u / 0.1 s, so the safe rps is 8 × knee users.
+            assert!((safe.rps - 8.0 * knee.load).abs() < 1e-6, "{safe:?}");
+            // Little: rps × 0.1 s = safe users in flight; ×3 under the fault.
+            assert!((safe.in_flight - safe.load).abs() < 1e-6, "{safe:?}");
+            assert!((safe.in_flight_faulted.unwrap() - 3.0 * safe.load).abs() < 1e-6);
+        }
+    }
+
+    #[test]
+    fn a_sweep_that_never_bends_says_extend_it() {
+        let a = analyse("users", slots(64, 100.0, &[1, 2, 4, 8, 16]), None);
+        assert!(a.knee.is_none(), "{a:?}");
+        assert!(a.confidence.contains("extend"), "{}", a.confidence);
+    }
+
+    #[test]
+    fn a_knee_at_the_edge_of_the_sweep_is_low_confidence() {
+        let a = analyse("users", slots(8, 100.0, &[2, 4, 6, 8, 9]), None);
+        assert_eq!(a.knee.as_ref().map(|k| k.load), Some(8.0));
+        assert!(a.confidence.starts_with("low") && a.confidence.contains("higher load"), "{}", a.confidence);
+    }
+
+    #[test]
+    fn kneedle_and_plateau_on_plain_curves() {
+        let x = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0];
+        assert_eq!(kneedle(&x, &[1.0, 1.0, 1.0, 2.0, 3.0, 4.0], 1.0), Some(2));
+        assert_eq!(kneedle(&x, &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0], 1.0), None, "a straight line has no knee");
+        assert_eq!(plateau(&[10.0, 20.0, 30.0, 30.5, 30.0], 0.05), Some(2));
+        assert_eq!(plateau(&[10.0, 20.0, 40.0], 0.05), None);
+    }
+}

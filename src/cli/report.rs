@@ -1,0 +1,28 @@
+//! `chaos report RUN_DIR`: analyse a saved run folder again and rewrite its summary, reports
+//! and charts — the same code `chaos run` runs as it ends, so the numbers are the same.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use super::CliError;
+
+/// Arguments of `chaos report`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// A run folder written by `chaos run`.
+    pub run_dir: PathBuf,
+}
+
+pub(super) fn run(args: &Args) -> Result<(), CliError> {
+    let summary = crate::report::write(&args.run_dir)?;
+    let mut out = String::new();
+    for line in crate::report::headlines(&summary) {
+        out.push_str(&format!("- {}\n", line.replace("**", "")));
+    }
+    out.push_str(&format!("report: {}\n", args.run_dir.join("report.html").display()));
+    let mut stdout = std::io::stdout().lock();
+    stdout
+        .write_all(out.as_bytes())
+        .and_then(|()| stdout.flush())
+        .map_err(|source| CliError::Io { context: "writing to stdout".into(), source })
+}

@@ -1,0 +1,304 @@
+//! Charts with plotters, each written as SVG (inlined in report.html) and PNG. Text is drawn
+//! with an embedded DejaVu Sans registered once, so the PNGs look the same on every machine
+//! and need no system font libraries.
+
+use std::path::{Path, PathBuf};
+use std::sync::Once;
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use plotters::style::FontStyle;
+
+const FONT: &[u8] = include_bytes!("../../assets/DejaVuSans.ttf");
+const FAMILY: &str = "sans-serif";
+/// Image size, px.
+pub const SIZE: (u32, u32) = (960, 420);
+
+/// A palette that stays apart in print and for common colour blindness (Okabe–Ito).
+pub const PALETTE: [RGBColor; 8] = [
+    RGBColor(0, 114, 178),
+    RGBColor(230, 159, 0),
+    RGBColor(0, 158, 115),
+    RGBColor(213, 94, 0),
+    RGBColor(204, 121, 167),
+    RGBColor(86, 180, 233),
+    RGBColor(240, 228, 66),
+    RGBColor(0, 0, 0),
+];
+
+fn register() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        // The bytes are a valid TrueType font shipped in the repository; a failure here
+        // would show as charts without text, never as a crash.
+        let _ = plotters::style::register_font(FAMILY, FontStyle::Normal, FONT);
+    });
+}
+
+/// One line (or stacked band) of a chart.
+#[derive(Clone, Debug)]
+pub struct Line {
+    /// Legend text.
+    pub name: String,
+    /// Points (x, y).
+    pub points: Vec<(f64, f64)>,
+    /// Palette index.
+    pub color: usize,
+}
+
+/// A vertical marker (a knee, a safe limit).
+#[derive(Clone, Debug)]
+pub struct Marker {
+    /// Where.
+    pub x: f64,
+    /// Label.
+    pub label: String,
+    /// Palette index.
+    pub color: usize,
+}
+
+/// A chart of lines over x, with shaded x ranges (fault windows) and vertical markers.
+#[derive(Clone, Debug, Default)]
+pub struct LineChart {
+    /// Title.
+    pub title: String,
+    /// X axis label with unit.
+    pub x_label: String,
+    /// Y axis label with unit.
+    pub y_label: String,
+    /// The lines.
+    pub lines: Vec<Line>,
+    /// Shaded ranges (start, end, label).
+    pub shaded: Vec<(f64, f64, String)>,
+    /// Vertical markers.
+    pub markers: Vec<Marker>,
+    /// Draw the lines as stacked areas (each line's y is added to the ones before).
+    pub stacked: bool,
+    /// A horizontal reference line (y, label).
+    pub reference: Option<(f64, String)>,
+}
+
+/// A bar chart over named categories.
+#[derive(Clone, Debug, Default)]
+pub struct BarChart {
+    /// Title.
+    pub title: String,
+    /// X axis label.
+    pub x_label: String,
+    /// Y axis label.
+    pub y_label: String,
+    /// (category, value).
+    pub bars: Vec<(String, f64)>,
+}
+
+/// Either chart.
+#[derive(Clone, Debug)]
+pub enum Chart {
+    /// Lines over x.
+    Lines(LineChart),
+    /// Bars.
+    Bars(BarChart),
+}
+
+/// Writes `chart` as `<dir>/<name>.svg` and `.png`; returns the SVG path.
+pub fn write(chart: &Chart, dir: &Path, name: &str) -> Result<PathBuf, String> {
+    register();
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let svg = dir.join(format!("{name}.svg"));
+    let png = dir.join(format!("{name}.png"));
+    draw(SVGBackend::new(&svg, SIZE).into_drawing_area(), chart)?;
+    draw(BitMapBackend::new(&png, SIZE).into_drawing_area(), chart)?;
+    Ok(svg)
+}
+
+fn draw<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, chart: &Chart) -> Result<(), String> {
+    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
+    root.fill(&WHITE).map_err(err)?;
+    match chart {
+        Chart::Lines(c) => draw_lines(&root, c).map_err(err)?,
+        Chart::Bars(c) => draw_bars(&root, c).map_err(err)?,
+    }
+    root.present().map_err(err)
+}
+
+fn bounds(c: &LineChart) -> (f64, f64, f64) {
+    let xs = c.lines.iter().flat_map(|l| l.points.iter().map(|p| p.0)).chain(c.shaded.iter().flat_map(|s| [s.0, s.1]));
+    let (x0, x1) = xs.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), x| (a.min(x), b.max(x)));
+    let ymax = if c.stacked {
+        let n = c.lines.iter().map(|l| l.points.len()).max().unwrap_or(0);
+        (0..n).map(|i| c.lines.iter().filter_map(|l| l.points.get(i)).map(|p| p.1).sum::<f64>()).fold(0.0, f64::max)
+    } else {
+        c.lines.iter().flat_map(|l| l.points.iter().map(|p| p.1)).fold(0.0, f64::max)
+    };
+    let ymax = ymax.max(c.reference.as_ref().map_or(0.0, |r| r.0));
+    let (x0, x1) = if x0.is_finite() && x1 > x0 { (x0, x1) } else { (0.0, 1.0) };
+    (x0, x1, if ymax > 0.0 { ymax * 1.1 } else { 1.0 })
+}
+
+fn draw_lines<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    c: &LineChart,
+) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+    let (x0, x1, ymax) = bounds(c);
+    let mut chart = ChartBuilder::on(root)
+        .caption(&c.title, (FAMILY, 20))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(64)
+        .build_cartesian_2d(x0..x1, 0.0..ymax)?;
+    chart
+        .configure_mesh()
+        .x_label_formatter(&|x: &f64| number(*x, x1 - x0))
+        .y_label_formatter(&|y: &f64| number(*y, ymax))
+        .x_desc(&c.x_label)
+        .y_desc(&c.y_label)
+        .label_style((FAMILY, 13))
+        .axis_desc_style((FAMILY, 14))
+        .light_line_style(RGBColor(235, 235, 235))
+        .draw()?;
+    for (i, (s, e, label)) in c.shaded.iter().enumerate() {
+        let color = RGBColor(213, 94, 0).mix(0.12);
+        let area = chart.draw_series(std::iter::once(Rectangle::new([(*s, 0.0), (*e, ymax)], color.filled())))?;
+        if i == 0 || !label.is_empty() {
+            area.label(format!("fault: {label}"))
+                .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 14, y + 5)], color.filled()));
+        }
+    }
+    let mut base: Vec<f64> = Vec::new();
+    for line in &c.lines {
+        let color = PALETTE[line.color % PALETTE.len()];
+        if c.stacked {
+            base.resize(line.points.len(), 0.0);
+            let top: Vec<(f64, f64)> = line.points.iter().enumerate().map(|(i, p)| (p.0, base[i] + p.1)).collect();
+            let bottom: Vec<(f64, f64)> = line.points.iter().enumerate().map(|(i, p)| (p.0, base[i])).collect();
+            let polygon: Vec<(f64, f64)> = top.iter().copied().chain(bottom.iter().rev().copied()).collect();
+            chart
+                .draw_series(std::iter::once(Polygon::new(polygon, color.mix(0.85).filled())))?
+                .label(&line.name)
+                .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 14, y + 5)], color.filled()));
+            for (i, p) in top.iter().enumerate() {
+                base[i] = p.1;
+            }
+        } else {
+            chart
+                .draw_series(LineSeries::new(line.points.iter().copied(), color.stroke_width(2)))?
+                .label(&line.name)
+                .legend(move |(x, y)| PathElement::new([(x, y), (x + 16, y)], color.stroke_width(2)));
+            if line.points.len() <= 40 {
+                chart.draw_series(line.points.iter().map(|&p| Circle::new(p, 3, color.filled())))?;
+            }
+        }
+    }
+    if let Some((y, label)) = &c.reference {
+        let grey = RGBColor(90, 90, 90);
+        chart
+            .draw_series(LineSeries::new([(x0, *y), (x1, *y)], grey.stroke_width(1)))?
+            .label(label.clone())
+            .legend(move |(x, yy)| PathElement::new([(x, yy), (x + 16, yy)], grey.stroke_width(1)));
+    }
+    for m in &c.markers {
+        let color = PALETTE[m.color % PALETTE.len()];
+        chart
+            .draw_series(LineSeries::new([(m.x, 0.0), (m.x, ymax)], color.stroke_width(2)))?
+            .label(m.label.clone())
+            .legend(move |(x, y)| PathElement::new([(x + 7, y - 6), (x + 7, y + 6)], color.stroke_width(2)));
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
+        .background_style(WHITE.mix(0.85))
+        .border_style(RGBColor(200, 200, 200))
+        .label_font((FAMILY, 13))
+        .draw()
+}
+
+fn draw_bars<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    c: &BarChart,
+) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+    let ymax = c.bars.iter().map(|b| b.1).fold(0.0, f64::max).max(1.0) * 1.15;
+    let n = c.bars.len().max(1) as u32;
+    let names: Vec<String> = c.bars.iter().map(|b| b.0.clone()).collect();
+    let mut chart = ChartBuilder::on(root)
+        .caption(&c.title, (FAMILY, 20))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(64)
+        .build_cartesian_2d((0u32..n).into_segmented(), 0.0..ymax)?;
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .x_labels(n as usize)
+        .x_label_formatter(&|v: &SegmentValue<u32>| match v {
+            SegmentValue::CenterOf(i) => names.get(*i as usize).cloned().unwrap_or_default(),
+            _ => String::new(),
+        })
+        .y_label_formatter(&|y: &f64| number(*y, ymax))
+        .x_desc(&c.x_label)
+        .y_desc(&c.y_label)
+        .label_style((FAMILY, 13))
+        .axis_desc_style((FAMILY, 14))
+        .light_line_style(RGBColor(235, 235, 235))
+        .draw()?;
+    let color = PALETTE[0];
+    chart.draw_series(c.bars.iter().enumerate().map(|(i, b)| {
+        let i = i as u32;
+        let mut bar =
+            Rectangle::new([(SegmentValue::Exact(i), 0.0), (SegmentValue::Exact(i + 1), b.1)], color.filled());
+        bar.set_margin(0, 0, 12, 12);
+        bar
+    }))?;
+    chart.draw_series(c.bars.iter().enumerate().filter(|(_, b)| b.1 > 0.0).map(|(i, b)| {
+        Text::new(
+            number(b.1, ymax),
+            (SegmentValue::CenterOf(i as u32), b.1 + ymax * 0.03),
+            (FAMILY, 13).into_font().color(&BLACK),
+        )
+    }))?;
+    Ok(())
+}
+
+/// An axis or bar value with as many decimals as the range needs.
+fn number(v: f64, range: f64) -> String {
+    if range >= 8.0 {
+        format!("{v:.0}")
+    } else if range >= 2.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_chart_is_written_as_svg_with_its_labels_and_as_a_png() {
+        let dir = tempfile::tempdir().unwrap();
+        let chart = Chart::Lines(LineChart {
+            title: "latency".into(),
+            x_label: "time since load start (s)".into(),
+            y_label: "latency (ms)".into(),
+            lines: vec![Line { name: "p99".into(), points: vec![(0.0, 100.0), (1.0, 300.0), (2.0, 120.0)], color: 0 }],
+            shaded: vec![(0.5, 1.5, "slow".into())],
+            markers: vec![Marker { x: 1.0, label: "knee".into(), color: 3 }],
+            stacked: false,
+            reference: Some((100.0, "baseline".into())),
+        });
+        let svg = write(&chart, dir.path(), "latency").unwrap();
+        let text = std::fs::read_to_string(&svg).unwrap();
+        for label in ["latency (ms)", "time since load start (s)", "p99", "fault: slow", "knee", "baseline"] {
+            assert!(text.contains(label), "{label} missing from the SVG");
+        }
+        let png = std::fs::read(dir.path().join("latency.png")).unwrap();
+        assert_eq!(&png[..4], b"\x89PNG");
+        let bars = Chart::Bars(BarChart {
+            title: "t".into(),
+            x_label: "attempts".into(),
+            y_label: "requests".into(),
+            bars: vec![("1".into(), 5.0), ("4".into(), 95.0)],
+        });
+        write(&bars, dir.path(), "bars").unwrap();
+    }
+}
