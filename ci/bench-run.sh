@@ -13,9 +13,11 @@
 #      rate as % of requested, schedule lag p99, dropped arrivals.
 #   4. memory: RSS of `chaos run` sampled during a MEM_SECONDS run at MEM_RATE req/s (open
 #      load) — it must level off, not grow with the run's length.
+#   5. analysis: `chaos report` on that run's folder (MEM_SECONDS × MEM_RATE requests and
+#      attempts): wall time and peak RSS of reading, analysing and charting it.
 #
 # Prints the median of ROUNDS rounds for 1 and 2. Knobs: ROUNDS (3), SECONDS_PER_RUN (10),
-# OPEN_RATE (2000), MEM_RATE (500), MEM_SECONDS (120), SECTIONS (default "1 2 3 4").
+# OPEN_RATE (2000), MEM_RATE (500), MEM_SECONDS (120), SECTIONS (default "1 2 3 4 5"; 5 needs 4).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -24,7 +26,7 @@ SECONDS_PER_RUN=${SECONDS_PER_RUN:-10}
 OPEN_RATE=${OPEN_RATE:-2000}
 MEM_RATE=${MEM_RATE:-500}
 MEM_SECONDS=${MEM_SECONDS:-120}
-SECTIONS=${SECTIONS:-1 2 3 4}
+SECTIONS=${SECTIONS:-1 2 3 4 5}
 section() { [[ " $SECTIONS " == *" $1 "* ]]; }
 SERVER_CPU=0
 CLIENT_CPU=1
@@ -155,4 +157,17 @@ done
 wait "$RUN_PID"
 echo "   RSS:$samples; requests $(field "$WORK/mem" "s['totals']['requests']")"
 stop_pid "$MOCK_PID"
+fi
+
+if section 5 && [ -f "$WORK/mem/summary.json" ]; then
+echo "== 5. chaos report on the ${MEM_SECONDS}s run folder"
+python3 - "$CHAOS" "$WORK/mem" <<'PY'
+import resource, subprocess, sys, time
+start = time.monotonic()
+subprocess.run([sys.argv[1], "report", sys.argv[2]], check=True, stdout=subprocess.DEVNULL)
+took = time.monotonic() - start
+rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+lines = sum(1 for _ in open(sys.argv[2] + "/attempts.ndjson"))
+print(f"   {lines} attempts, {sum(1 for _ in open(sys.argv[2] + '/samples.ndjson'))} samples: {took:.2f} s, peak RSS {rss:.0f} MiB")
+PY
 fi

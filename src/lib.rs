@@ -10,6 +10,7 @@ pub mod cli;
 pub mod clock;
 pub mod experiment;
 pub mod faults;
+pub mod gate;
 pub mod gateway;
 pub mod load;
 pub mod mock;

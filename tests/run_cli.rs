@@ -175,3 +175,61 @@ fn bad_arguments_and_a_scenario_without_load_exit_2() {
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out).1.contains("--time-scale"), "{:?}", text(&out));
 }
+
+/// Runs `ci/gate.toml` with `policy`; returns (exit code, stdout, run folder).
+fn gate_run(dir: &Path, policy: &str) -> (Option<i32>, String, PathBuf) {
+    let toml = std::fs::read_to_string("ci/gate.toml")
+        .unwrap()
+        .replace("policy = \"hardened\"", &format!("policy = \"{policy}\""))
+        .replace("../mock-upstreams/", &format!("{}/mock-upstreams/", env!("CARGO_MANIFEST_DIR")));
+    let scenario = dir.join(format!("gate-{policy}.toml"));
+    std::fs::write(&scenario, toml).unwrap();
+    let out_dir = dir.join(policy);
+    let out =
+        chaos().arg("run").arg(&scenario).arg("--out").arg(&out_dir).args(["--progress", "off"]).output().unwrap();
+    let (stdout, stderr) = text(&out);
+    eprintln!("{stderr}");
+    (out.status.code(), stdout, out_dir)
+}
+
+#[test]
+fn the_ci_gate_fails_the_naive_gateway_and_passes_the_hardened_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, stdout, naive) = gate_run(dir.path(), "naive");
+    assert_eq!(code, Some(1), "{stdout}");
+    // For the reasons the report names: amplification in the storm and ignored Retry-After.
+    let md = std::fs::read_to_string(naive.join("report.md")).unwrap();
+    assert!(md.contains("**Gate: FAILED**"), "{md}");
+    for reason in
+        ["| **FAIL** | retry.amplification [storm] <= 1.5 |", "| **FAIL** | retry.retry_after_violations <= 0 |"]
+    {
+        assert!(md.contains(reason), "{reason} not in\n{md}");
+    }
+    assert!(stdout.contains("gate: FAILED"), "{stdout}");
+    let junit = std::fs::read_to_string(naive.join("junit.xml")).unwrap();
+    assert!(junit.contains("tests=\"5\"") && junit.contains("<failure"), "{junit}");
+
+    let (code, stdout, hardened) = gate_run(dir.path(), "hardened");
+    assert_eq!(code, Some(0), "{stdout}");
+    assert!(std::fs::read_to_string(hardened.join("report.md")).unwrap().contains("**Gate: PASSED** (5 checks)"));
+
+    // chaos check: the saved runs give the same verdicts, and the naive run regresses against
+    // the hardened one as a baseline (ratios strictly), while the reverse passes.
+    let check = |run: &Path, baseline: Option<&Path>| {
+        let mut c = chaos();
+        c.arg("check").arg(run);
+        if let Some(b) = baseline {
+            c.arg("--baseline").arg(b).args(["--tolerance", "10%"]);
+        }
+        let out = c.output().unwrap();
+        (out.status.code(), text(&out).0)
+    };
+    assert_eq!(check(&naive, None).0, Some(1));
+    assert_eq!(check(&hardened, None).0, Some(0));
+    let (code, out) = check(&naive, Some(&hardened.join("summary.json")));
+    assert_eq!(code, Some(1), "{out}");
+    assert!(out.contains("retry.amplification [storm] vs baseline") && out.contains("regressed from"), "{out}");
+    let (code, out) = check(&hardened, Some(&naive));
+    assert_eq!(code, Some(0), "{out}");
+    assert_eq!(check(&dir.path().join("nothing-here"), None).0, Some(2));
+}

@@ -274,3 +274,28 @@ fn a_sut_cannot_be_both_builtin_and_a_command() {
         "#}
     )));
 }
+
+#[test]
+fn an_unknown_gate_metric_suggests_the_closest() {
+    insta::assert_snapshot!(scenario_error(&format!(
+        "{UPSTREAM}{}",
+        indoc! {r#"
+            [load]
+            [[load.phase]]
+            name = "fault"
+            duration = "10s"
+            users = 1
+            [[gate]]
+            metric = "latency.p59_ms"
+            phase = "fault"
+            max = 8000
+            [[gate]]
+            metric = "retry.amplification.max_window"
+            phase = "fault"
+            max = 1.5
+            [[gate]]
+            metric = "latency.p95_ms"
+            phase = "fualt"
+        "#}
+    )));
+}

@@ -236,6 +236,9 @@ pub struct Summary {
     /// Failover away from each faulted upstream of a pool.
     #[serde(default)]
     pub failover: Vec<Failover>,
+    /// The scenario's `[[gate]]` checks applied to this run, when it has any.
+    #[serde(default)]
+    pub gate: Option<crate::gate::Verdict>,
 }
 
 /// Outcome counts as a name → count map (every outcome present, zeros included).

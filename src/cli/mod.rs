@@ -7,6 +7,7 @@
 //! | 2 | usage or scenario error |
 //! | 3 | run aborted or harness failure |
 
+mod check;
 mod fault;
 mod gateway;
 mod mock;
@@ -49,6 +50,8 @@ pub enum Command {
     Run(run::Args),
     /// Analyse a saved run folder again: summary.json, report.md, report.html, charts.
     Report(report::Args),
+    /// Apply the gate to a saved run, optionally against a baseline run: exit 0 or 1.
+    Check(check::Args),
 }
 
 /// Exit codes, as documented in the README.
@@ -104,6 +107,16 @@ pub enum CliError {
     /// A run folder could not be analysed.
     #[error(transparent)]
     Report(#[from] crate::report::ReportError),
+    /// A gate check failed (the verdict was printed).
+    #[error("gate failed: {failed} of {total} checks\n  report: {dir}")]
+    GateFailed {
+        /// Checks that failed.
+        failed: usize,
+        /// All checks.
+        total: usize,
+        /// The run folder.
+        dir: String,
+    },
     /// A run ended early; its folder holds a partial report.
     #[error("run aborted: {reason}\n  partial report: {dir}")]
     Aborted {
@@ -133,6 +146,7 @@ impl CliError {
             Self::Mock(_) | Self::Gateway(_) | Self::Io { .. } | Self::Control { .. } => Exit::Harness,
             Self::Report(crate::report::ReportError::Data(_)) => Exit::Usage,
             Self::Run(_) | Self::Aborted { .. } | Self::Report(_) => Exit::Harness,
+            Self::GateFailed { .. } => Exit::GateFailed,
         }
     }
 
@@ -198,6 +212,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
         Command::Gateway(args) => gateway::run(args).await,
         Command::Run(args) => run::run(args).await,
         Command::Report(args) => report::run(&args),
+        Command::Check(args) => check::run(&args),
     }
 }
 

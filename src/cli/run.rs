@@ -65,7 +65,13 @@ pub(super) async fn run(args: Args) -> Result<(), CliError> {
     let outcome = experiment::run(&scenario, &options, stopper).await?;
     print(&render(&outcome.summary, &outcome.dir))?;
     match outcome.summary.status {
-        RunStatus::Completed => Ok(()),
+        RunStatus::Completed => match &outcome.summary.gate {
+            Some(v) => {
+                print(&super::check::verdict_table(v))?;
+                super::check::exit_for(v, &outcome.dir)
+            }
+            None => Ok(()),
+        },
         RunStatus::Aborted => Err(CliError::Aborted {
             reason: outcome.summary.abort_reason.clone().unwrap_or_default(),
             dir: outcome.dir.display().to_string(),

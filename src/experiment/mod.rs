@@ -216,7 +216,8 @@ pub async fn run(scenario: &Scenario, options: &RunOptions, stopper: Stopper) ->
     tracing::info!(sut = %running.describe(), target = %target, "system under test ready");
 
     let t0_us = clock.now_us() + LEAD.as_micros() as u64;
-    let faults = scenario.faults.clone();
+    let mut faults = scenario.faults.clone();
+    crate::faults::ttl_expiry::expand_sut_url(&mut faults, &target);
     if let Err(e) = pool.add_faults_at(faults, t0_us) {
         running.stop().await;
         let _ = pool.shutdown().await;
@@ -340,6 +341,7 @@ fn write_aborted(
         stampede: None,
         recovery: Vec::new(),
         failover: Vec::new(),
+        gate: None,
     };
     let _ = folder::write_json(&dir.join("summary.json"), &summary);
 }
@@ -488,6 +490,7 @@ fn build_summary(i: SummaryInput<'_>) -> Summary {
         stampede: None,
         recovery: Vec::new(),
         failover: Vec::new(),
+        gate: None,
     }
 }
 

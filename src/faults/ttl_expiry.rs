@@ -13,7 +13,8 @@ use super::{Problems, fault_spec};
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FlushHook {
-    /// URL to call (loopback only), e.g. the SUT's cache admin endpoint.
+    /// URL to call (loopback only), e.g. the SUT's cache admin endpoint. In a scenario it may
+    /// start with `{sut.url}`, filled in with the system under test's origin when the run starts.
     pub http: Option<String>,
     /// HTTP method for `http` (default POST).
     pub method: Option<String>,
@@ -40,7 +41,7 @@ impl TtlExpiryFault {
         let Some(hook) = &self.flush else { return };
         match (&hook.http, &hook.command) {
             (Some(url), None) => {
-                if !is_loopback_http(url) {
+                if !url.starts_with(SUT_URL) && !is_loopback_http(url) {
                     out.push(
                         "flush.http",
                         format!("{url:?}"),
@@ -54,6 +55,20 @@ impl TtlExpiryFault {
         }
         if hook.method.is_some() && hook.http.is_none() {
             out.push("flush.method", "a method without `http`", "`method` only with `http`");
+        }
+    }
+}
+
+/// The placeholder a flush URL may start with in a scenario.
+pub const SUT_URL: &str = "{sut.url}";
+
+/// Fills `{sut.url}` in the flush hooks of `faults` with `origin` (a checked loopback origin).
+pub fn expand_sut_url(faults: &mut [crate::scenario::NamedFault], origin: &str) {
+    for f in faults {
+        if let crate::faults::Fault::TtlExpiry(t) = &mut f.fault
+            && let Some(url) = t.flush.as_mut().and_then(|h| h.http.as_mut())
+        {
+            *url = url.replace(SUT_URL, origin.trim_end_matches('/'));
         }
     }
 }

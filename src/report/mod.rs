@@ -36,7 +36,14 @@ pub enum ReportError {
 /// analysed summary. A chart that cannot be drawn is reported in the text, not fatal.
 pub fn write(dir: &Path) -> Result<Summary, ReportError> {
     let data = RunData::load(dir)?;
-    let summary = analysis::analyse(&data);
+    let mut summary = analysis::analyse(&data);
+    let checks = gate_checks(dir)?;
+    summary.gate = (!checks.is_empty()).then(|| crate::gate::evaluate(&summary, &checks));
+    if let Some(v) = &summary.gate {
+        let path = dir.join("junit.xml");
+        crate::experiment::folder::write_atomic(&path, crate::gate::junit(&summary.scenario, v).as_bytes())
+            .map_err(|source| ReportError::Io { path, source })?;
+    }
     let io = |path: PathBuf| move |source| ReportError::Io { path, source };
     crate::experiment::folder::write_json(&dir.join("summary.json"), &summary).map_err(io(dir.join("summary.json")))?;
     let chart_dir = dir.join("charts");
@@ -56,6 +63,42 @@ pub fn write(dir: &Path) -> Result<Summary, ReportError> {
     crate::experiment::folder::write_atomic(&dir.join("report.html"), html.as_bytes())
         .map_err(io(dir.join("report.html")))?;
     Ok(summary)
+}
+
+/// The scenario's `[[gate]]` checks, from the run folder's `resolved.json`.
+pub fn gate_checks(dir: &Path) -> Result<Vec<crate::gate::GateCheck>, DataError> {
+    let path = dir.join("resolved.json");
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(source) => return Err(DataError::Io { path, source }),
+    };
+    #[derive(serde::Deserialize)]
+    struct Resolved {
+        #[serde(default)]
+        gate: Vec<crate::gate::GateCheck>,
+    }
+    serde_json::from_str::<Resolved>(&text).map(|r| r.gate).map_err(|e| DataError::Format {
+        path,
+        line: e.line(),
+        message: e.to_string(),
+    })
+}
+
+/// The verdict as a document block (checks table), for report.md and the terminal.
+pub fn verdict_rows(v: &crate::gate::Verdict) -> Vec<Vec<String>> {
+    v.checks
+        .iter()
+        .map(|c| {
+            vec![
+                if c.passed { "pass".into() } else { "**FAIL**".into() },
+                c.name.clone(),
+                c.value.map_or("—".into(), |x| if x.fract() == 0.0 { format!("{x:.0}") } else { format!("{x:.3}") }),
+                c.expected.clone(),
+                c.reason.clone().unwrap_or_default(),
+            ]
+        })
+        .collect()
 }
 
 fn shaded(s: &Summary) -> Vec<(f64, f64, String)> {
@@ -368,6 +411,18 @@ fn document(s: &Summary, charts: &[String]) -> Doc {
         RunStatus::Aborted => "ABORTED".to_string(),
     };
     d.push(Block::Heading(1, format!("chaos: {} — {status}", s.scenario)));
+    if let Some(v) = &s.gate {
+        let failed = v.checks.iter().filter(|c| !c.passed).count();
+        d.push(Block::Para(if v.passed {
+            format!("**Gate: PASSED** ({} checks)", v.checks.len())
+        } else {
+            format!("**Gate: FAILED** ({failed} of {} checks)", v.checks.len())
+        }));
+        d.push(Block::Table(
+            ["", "check", "value", "expected", "why"].iter().map(|h| (*h).to_string()).collect(),
+            verdict_rows(v),
+        ));
+    }
     d.push(Block::List(headlines(s)));
     let chart = |d: &mut Doc, name: &str, alt: &str| {
         if charts.iter().any(|c| c == name) {

@@ -60,6 +60,9 @@ pub struct ScenarioFile {
     /// Non-loopback hosts load may go to (the command line must name them too).
     #[serde(default)]
     pub allow_remote: Vec<String>,
+    /// Checks applied at the end of the run (exit 1 when one fails).
+    #[serde(default)]
+    pub gate: Vec<crate::gate::GateCheck>,
 }
 
 /// A faults file (`chaos mock --faults FILE`): only `[[fault]]` tables.
@@ -119,6 +122,8 @@ pub struct Scenario {
     /// The file's text as read, copied into the run folder.
     #[serde(skip)]
     pub text: String,
+    /// Gate checks.
+    pub gate: Vec<crate::gate::GateCheck>,
 }
 
 impl Scenario {
@@ -210,6 +215,7 @@ impl Scenario {
         let load = file.load.as_ref().map(load::resolve);
         let anchored = anchor_faults(src, &file.fault, load.as_ref(), &mut errors);
         let faults = check_faults(src, &anchored, &names, &mut errors);
+        check_gate(src, &file.gate, load.as_ref(), &mut errors);
         if let Some(e) = ScenarioError::from_list(errors) {
             return Err(e);
         }
@@ -226,6 +232,7 @@ impl Scenario {
             allow_remote: file.allow_remote,
             time_scale: 1.0,
             text: src.text.clone(),
+            gate: file.gate,
         })
     }
 
@@ -375,6 +382,46 @@ fn check_faults_at(
         out.push(NamedFault { name, fault: fault.clone() });
     }
     out
+}
+
+/// Checks `[[gate]]`: known metric names (with a suggestion), a phase that exists and a metric
+/// that can be per phase, and at least one bound.
+fn check_gate(src: &Source, gate: &[crate::gate::GateCheck], load: Option<&Load>, errors: &mut Vec<ScenarioError>) {
+    let names: Vec<&str> = crate::gate::METRICS.iter().map(|m| m.name).collect();
+    let stages: Vec<&str> = load.map(|l| l.stages.iter().map(|s| s.name.as_str()).collect()).unwrap_or_default();
+    for (i, c) in gate.iter().enumerate() {
+        let key = |k: &str| format!("gate[{i}].{k}");
+        let Some(metric) = crate::gate::metric(&c.metric) else {
+            let hint = suggest(&c.metric, names.iter().copied())
+                .map_or_else(String::new, |s| format!(" (did you mean {s:?}?)"));
+            errors.push(src.invalid(
+                &key("metric"),
+                format!("{:?}{hint}", c.metric),
+                "a metric from the README's gate table, e.g. \"latency.p95_ms\"",
+            ));
+            continue;
+        };
+        if let Some(p) = &c.phase {
+            if !metric.per_phase {
+                errors.push(src.invalid(
+                    &key("phase"),
+                    format!("a phase for {}", c.metric),
+                    "no phase: this metric is for the whole run",
+                ));
+            } else if !stages.contains(&p.as_str()) {
+                let hint =
+                    suggest(p, stages.iter().copied()).map_or_else(String::new, |s| format!(" (did you mean {s:?}?)"));
+                errors.push(src.invalid(
+                    &key("phase"),
+                    format!("{p:?}{hint}"),
+                    format!("one of the phases and steps: {}", stages.join(", ")),
+                ));
+            }
+        }
+        if c.min.is_none() && c.max.is_none() {
+            errors.push(src.invalid(&key("metric"), "no bound", "max = … and/or min = …"));
+        }
+    }
 }
 
 /// Reads a profile file and returns the upstreams it describes: one for a plain profile (named

@@ -1,0 +1,118 @@
+//! `chaos check RUN_DIR [--baseline RUN_DIR|summary.json] [--tolerance 10%]`: apply the
+//! scenario's gate to a saved run and compare it with a baseline run; exit 0 (pass), 1 (a
+//! check failed or a metric regressed), 2 (bad arguments or folders), 3 (the run was aborted).
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use comfy_table::Table;
+
+use crate::analysis::{RunStatus, Summary};
+use crate::gate::{self, Verdict};
+
+use super::CliError;
+
+/// Arguments of `chaos check`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// A run folder written by `chaos run`.
+    pub run_dir: PathBuf,
+    /// A previous run to compare with: its folder or its summary.json.
+    #[arg(long)]
+    pub baseline: Option<PathBuf>,
+    /// How much worse a noisy metric (percentiles, throughput, recovery time) may be than the
+    /// baseline, e.g. `10%` or `0.1`. Ratios (amplification, fan-in, error rates) are strict.
+    #[arg(long, default_value = "10%", value_parser = parse_tolerance)]
+    pub tolerance: f64,
+}
+
+fn parse_tolerance(s: &str) -> Result<f64, String> {
+    let (num, scale) = match s.strip_suffix('%') {
+        Some(n) => (n, 0.01),
+        None => (s, 1.0),
+    };
+    match num.trim().parse::<f64>() {
+        Ok(v) if v >= 0.0 && v.is_finite() => Ok(v * scale),
+        _ => Err(format!("{s:?}: expected a share such as 10% or 0.1")),
+    }
+}
+
+fn read_summary(path: &Path) -> Result<Summary, CliError> {
+    let file = if path.is_dir() { path.join("summary.json") } else { path.to_path_buf() };
+    let text = std::fs::read_to_string(&file).map_err(|e| CliError::Usage(format!("{}: {e}", file.display())))?;
+    serde_json::from_str(&text).map_err(|e| CliError::Usage(format!("{}: not a chaos summary: {e}", file.display())))
+}
+
+/// The verdict as a terminal table.
+pub fn verdict_table(v: &Verdict) -> String {
+    let mut t = Table::new();
+    t.set_header(["", "check", "value", "expected", "why"]);
+    for row in crate::report::verdict_rows(v) {
+        t.add_row(row.into_iter().map(|c| c.replace("**", "")));
+    }
+    format!("{}\n{t}\n", if v.passed { "gate: PASSED" } else { "gate: FAILED" })
+}
+
+/// Exit 1 when a check failed.
+pub fn exit_for(v: &Verdict, dir: &Path) -> Result<(), CliError> {
+    if v.passed {
+        Ok(())
+    } else {
+        Err(CliError::GateFailed {
+            failed: v.checks.iter().filter(|c| !c.passed).count(),
+            total: v.checks.len(),
+            dir: dir.join("report.md").display().to_string(),
+        })
+    }
+}
+
+pub(super) fn run(args: &Args) -> Result<(), CliError> {
+    let summary = read_summary(&args.run_dir)?;
+    let checks = crate::report::gate_checks(&args.run_dir).map_err(|e| CliError::Usage(e.to_string()))?;
+    let mut verdict = gate::evaluate(&summary, &checks);
+    if let Some(base) = &args.baseline {
+        let baseline = read_summary(base)?;
+        let metrics: Vec<(String, Option<String>)> = if checks.is_empty() {
+            gate::DEFAULT_BASELINE_METRICS.iter().map(|m| ((*m).to_string(), None)).collect()
+        } else {
+            checks.iter().map(|c| (c.metric.clone(), c.phase.clone())).collect()
+        };
+        let mut seen = std::collections::HashSet::new();
+        let metrics: Vec<_> = metrics.into_iter().filter(|m| seen.insert(m.clone())).collect();
+        let cmp = gate::compare(&summary, &baseline, &metrics, args.tolerance);
+        verdict.checks.extend(cmp.checks);
+        verdict.passed = verdict.checks.iter().all(|c| c.passed);
+    }
+    let junit = args.run_dir.join("junit.xml");
+    crate::experiment::folder::write_atomic(&junit, gate::junit(&summary.scenario, &verdict).as_bytes())
+        .map_err(|source| CliError::Io { context: format!("writing {}", junit.display()), source })?;
+    let mut out = std::io::stdout().lock();
+    out.write_all(verdict_table(&verdict).as_bytes())
+        .and_then(|()| out.flush())
+        .map_err(|source| CliError::Io { context: "writing to stdout".into(), source })?;
+    if summary.status == RunStatus::Aborted {
+        return Err(CliError::Aborted {
+            reason: summary.abort_reason.clone().unwrap_or_default(),
+            dir: args.run_dir.display().to_string(),
+        });
+    }
+    if verdict.checks.is_empty() {
+        return Err(CliError::Usage(format!(
+            "{}: nothing to check: the scenario has no [[gate]] and no --baseline was given",
+            args.run_dir.display()
+        )));
+    }
+    exit_for(&verdict, &args.run_dir)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tolerances_read_as_shares() {
+        assert_eq!(parse_tolerance("10%"), Ok(0.1));
+        assert_eq!(parse_tolerance("0.25"), Ok(0.25));
+        assert!(parse_tolerance("-1%").is_err() && parse_tolerance("ten").is_err());
+    }
+}

@@ -1,0 +1,454 @@
+//! Gates: checks on summary metrics that turn a run into a CI exit code, and comparison with
+//! a baseline run. Pure functions over [`Summary`]; the CLI prints, writes `junit.xml` and
+//! picks the exit code.
+//!
+//! Metrics have dotted names from a fixed catalogue ([`METRICS`]), so an unknown name is a
+//! validation error with a suggestion, never a silent pass. Each metric knows which way is
+//! worse and whether it is noisy (percentiles, rates: compared with the user's tolerance) or
+//! a ratio/count (amplification, fan-in: compared strictly).
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::analysis::Summary;
+use crate::analysis::summary::{Percentiles, StageSummary};
+
+/// Which way a metric gets worse.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Worse {
+    /// Larger is worse (latency, errors, amplification).
+    Higher,
+    /// Smaller is worse (throughput, valid rate, safe limit).
+    Lower,
+}
+
+/// One metric of the catalogue.
+#[derive(Clone, Copy, Debug)]
+pub struct Metric {
+    /// Dotted name.
+    pub name: &'static str,
+    /// What it is, with unit.
+    pub help: &'static str,
+    /// Whether `phase` may be given.
+    pub per_phase: bool,
+    /// Which way is worse.
+    pub worse: Worse,
+    /// Noisy (tolerance applies against a baseline) or exact (compared strictly).
+    pub noisy: bool,
+}
+
+const fn m(name: &'static str, help: &'static str, per_phase: bool, worse: Worse, noisy: bool) -> Metric {
+    Metric { name, help, per_phase, worse, noisy }
+}
+
+/// Every metric a gate can check.
+pub const METRICS: &[Metric] = &[
+    m("latency.p50_ms", "median latency, ms (overall: the worst stage)", true, Worse::Higher, true),
+    m("latency.p90_ms", "p90 latency, ms", true, Worse::Higher, true),
+    m("latency.p95_ms", "p95 latency, ms", true, Worse::Higher, true),
+    m("latency.p99_ms", "p99 latency, ms", true, Worse::Higher, true),
+    m("latency.max_ms", "largest latency, ms", true, Worse::Higher, true),
+    m("ttft.p50_ms", "median time to first token, ms (streams)", true, Worse::Higher, true),
+    m("ttft.p95_ms", "p95 time to first token, ms (streams)", true, Worse::Higher, true),
+    m("ttft.p99_ms", "p99 time to first token, ms (streams)", true, Worse::Higher, true),
+    m("throughput.rps", "achieved requests per second (overall: requests / load duration)", true, Worse::Lower, true),
+    m("outcomes.valid_rate", "share of requests answered `ok`", true, Worse::Lower, false),
+    m("outcomes.error_rate", "share of requests failed (neither ok nor fallback)", true, Worse::Higher, false),
+    m(
+        "retry.amplification",
+        "upstream attempts per client request (per phase: joined by id)",
+        true,
+        Worse::Higher,
+        false,
+    ),
+    m("retry.amplification.max_window", "largest attempts/requests over 1 s windows", false, Worse::Higher, false),
+    m(
+        "retry.immediate_share",
+        "share of retries sent within 50 ms of the previous answer",
+        false,
+        Worse::Higher,
+        false,
+    ),
+    m("retry.retry_after_violations", "retries sooner than the Retry-After sent", false, Worse::Higher, false),
+    m("retry.non_retryable_retries", "retries of 400/401/403/404/413/422", false, Worse::Higher, false),
+    m("retry.orphan_attempts", "upstream attempts after the client was done", false, Worse::Higher, false),
+    m(
+        "recovery.seconds",
+        "seconds to recover after a fault window (the slowest; did not recover fails)",
+        false,
+        Worse::Higher,
+        true,
+    ),
+    m(
+        "failover.seconds",
+        "seconds until a faulted upstream got < 5 % of attempts (the slowest)",
+        false,
+        Worse::Higher,
+        true,
+    ),
+    m("stampede.max_fanin", "most upstream fetches for one key after a TTL expiry", false, Worse::Higher, false),
+    m("sweep.knee.load", "load at the knee (users or req/s)", false, Worse::Lower, true),
+    m("sweep.knee.rps", "throughput at the knee, req/s", false, Worse::Lower, true),
+    m("sweep.safe_limit.load", "80 % of the knee (users or req/s)", false, Worse::Lower, true),
+    m("sweep.safe_limit.rps", "throughput at the safe limit, req/s", false, Worse::Lower, true),
+    m("requests", "client requests completed", true, Worse::Lower, true),
+];
+
+/// Looks a metric up by name.
+pub fn metric(name: &str) -> Option<&'static Metric> {
+    METRICS.iter().find(|m| m.name == name)
+}
+
+/// `[[gate]]` in a scenario: one check.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GateCheck {
+    /// A name for the check (default: the metric, phase and bound).
+    pub name: Option<String>,
+    /// Dotted metric name, e.g. `latency.p95_ms` (see the README's metric table).
+    pub metric: String,
+    /// A phase or sweep step; absent: the whole run.
+    pub phase: Option<String>,
+    /// The metric must be at most this.
+    pub max: Option<f64>,
+    /// The metric must be at least this.
+    pub min: Option<f64>,
+}
+
+impl GateCheck {
+    /// The name shown in tables and JUnit.
+    pub fn label(&self) -> String {
+        if let Some(n) = &self.name {
+            return n.clone();
+        }
+        let scope = self.phase.as_ref().map_or(String::new(), |p| format!(" [{p}]"));
+        let bounds = match (self.min, self.max) {
+            (Some(lo), Some(hi)) => format!(" in {lo}..{hi}"),
+            (Some(lo), None) => format!(" >= {lo}"),
+            (None, Some(hi)) => format!(" <= {hi}"),
+            (None, None) => String::new(),
+        };
+        format!("{}{scope}{bounds}", self.metric)
+    }
+}
+
+/// The result of one check.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CheckResult {
+    /// Its label.
+    pub name: String,
+    /// The metric.
+    pub metric: String,
+    /// The phase, if any.
+    pub phase: Option<String>,
+    /// The measured value (`null`: not measured, e.g. no recovery or no sweep).
+    pub value: Option<f64>,
+    /// What it was held to, in words (`<= 8000`, `baseline 120 + 10 %`).
+    pub expected: String,
+    /// Passed.
+    pub passed: bool,
+    /// Why it failed, in words.
+    pub reason: Option<String>,
+}
+
+/// A verdict: every check, and whether all passed.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Verdict {
+    /// All checks passed.
+    pub passed: bool,
+    /// The checks, in order.
+    pub checks: Vec<CheckResult>,
+}
+
+impl Verdict {
+    fn from(checks: Vec<CheckResult>) -> Self {
+        Self { passed: checks.iter().all(|c| c.passed), checks }
+    }
+}
+
+fn pct(p: Option<&Percentiles>, f: fn(&Percentiles) -> f64) -> Option<f64> {
+    p.map(f)
+}
+
+fn stage_value(st: &StageSummary, name: &str) -> Option<f64> {
+    match name {
+        "latency.p50_ms" => pct(st.latency_ms.as_ref(), |p| p.p50),
+        "latency.p90_ms" => pct(st.latency_ms.as_ref(), |p| p.p90),
+        "latency.p95_ms" => pct(st.latency_ms.as_ref(), |p| p.p95),
+        "latency.p99_ms" => pct(st.latency_ms.as_ref(), |p| p.p99),
+        "latency.max_ms" => pct(st.latency_ms.as_ref(), |p| p.max),
+        "ttft.p50_ms" => pct(st.ttft_ms.as_ref(), |p| p.p50),
+        "ttft.p95_ms" => pct(st.ttft_ms.as_ref(), |p| p.p95),
+        "ttft.p99_ms" => pct(st.ttft_ms.as_ref(), |p| p.p99),
+        "throughput.rps" => Some(st.achieved_rps),
+        "outcomes.valid_rate" => (st.requests > 0).then_some(st.valid_rate),
+        "outcomes.error_rate" => (st.requests > 0).then_some(st.error_rate),
+        "retry.amplification" => st.attempts_per_request,
+        "requests" => Some(st.requests as f64),
+        _ => None,
+    }
+}
+
+/// The value of `name` (for `phase`, or the whole run) in `s`; `None` when not measured.
+pub fn value(s: &Summary, name: &str, phase: Option<&str>) -> Option<f64> {
+    if let Some(p) = phase {
+        return s.stages.iter().find(|st| st.name == p).and_then(|st| stage_value(st, name));
+    }
+    let t = &s.totals;
+    let share = |names: &[&str]| {
+        (t.requests > 0).then(|| {
+            names.iter().map(|n| t.outcomes.get(*n).copied().unwrap_or(0)).sum::<u64>() as f64 / t.requests as f64
+        })
+    };
+    match name {
+        "outcomes.valid_rate" => share(&["ok"]),
+        "outcomes.error_rate" => share(&["ok", "fallback"]).map(|ok| 1.0 - ok),
+        "throughput.rps" => (s.duration_s > 0.0).then(|| t.requests as f64 / s.duration_s),
+        "requests" => Some(t.requests as f64),
+        "retry.amplification" => s.retry.as_ref().map(|r| r.amplification.overall).or(t.attempts_per_request),
+        "retry.amplification.max_window" => s.retry.as_ref().and_then(|r| r.amplification.max_window),
+        "retry.immediate_share" => s.retry.as_ref().map(|r| r.immediate_retry_share.unwrap_or(0.0)),
+        "retry.retry_after_violations" => s.retry.as_ref().map(|r| r.retry_after_violations as f64),
+        "retry.non_retryable_retries" => s.retry.as_ref().map(|r| r.non_retryable_retries as f64),
+        "retry.orphan_attempts" => s.retry.as_ref().map(|r| r.orphan_attempts as f64),
+        // A fault that did not recover counts as infinitely slow.
+        "recovery.seconds" => (!s.recovery.is_empty())
+            .then(|| s.recovery.iter().map(|r| r.seconds.unwrap_or(f64::INFINITY)).fold(0.0, f64::max)),
+        "failover.seconds" => (!s.failover.is_empty())
+            .then(|| s.failover.iter().map(|f| f.seconds.unwrap_or(f64::INFINITY)).fold(0.0, f64::max)),
+        "stampede.max_fanin" => s.stampede.as_ref().map(|st| st.max_fanin as f64),
+        "sweep.knee.load" => s.sweep.as_ref().and_then(|w| w.knee.as_ref()).map(|k| k.load),
+        "sweep.knee.rps" => s.sweep.as_ref().and_then(|w| w.knee.as_ref()).map(|k| k.rps),
+        "sweep.safe_limit.load" => s.sweep.as_ref().and_then(|w| w.safe_limit.as_ref()).map(|l| l.load),
+        "sweep.safe_limit.rps" => s.sweep.as_ref().and_then(|w| w.safe_limit.as_ref()).map(|l| l.rps),
+        // Per-stage metrics over the whole run: the worst stage.
+        other => {
+            let worse = metric(other)?.worse;
+            let vals = s.stages.iter().filter_map(|st| stage_value(st, other));
+            match worse {
+                Worse::Higher => vals.reduce(f64::max),
+                Worse::Lower => vals.reduce(f64::min),
+            }
+        }
+    }
+}
+
+fn show(v: f64) -> String {
+    if v.is_infinite() {
+        "never".into()
+    } else if v.fract() == 0.0 && v.abs() < 1e12 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.3}")
+    }
+}
+
+/// Applies `checks` to `s`.
+pub fn evaluate(s: &Summary, checks: &[GateCheck]) -> Verdict {
+    Verdict::from(
+        checks
+            .iter()
+            .map(|c| {
+                let v = value(s, &c.metric, c.phase.as_deref());
+                let expected = match (c.min, c.max) {
+                    (Some(lo), Some(hi)) => format!("{lo} ..= {hi}"),
+                    (Some(lo), None) => format!(">= {lo}"),
+                    (None, Some(hi)) => format!("<= {hi}"),
+                    (None, None) => "measured".into(),
+                };
+                let reason = match v {
+                    None => Some(format!("{} was not measured in this run", c.metric)),
+                    Some(x) if c.max.is_some_and(|hi| x > hi) => {
+                        Some(format!("{} > {}", show(x), show(c.max.unwrap_or_default())))
+                    }
+                    Some(x) if c.min.is_some_and(|lo| x < lo) => {
+                        Some(format!("{} < {}", show(x), show(c.min.unwrap_or_default())))
+                    }
+                    Some(_) => None,
+                };
+                CheckResult {
+                    name: c.label(),
+                    metric: c.metric.clone(),
+                    phase: c.phase.clone(),
+                    value: v.filter(|x| x.is_finite()),
+                    expected,
+                    passed: reason.is_none(),
+                    reason,
+                }
+            })
+            .collect(),
+    )
+}
+
+/// The metrics compared with a baseline when the scenario has no gate: the headline numbers.
+pub const DEFAULT_BASELINE_METRICS: &[&str] = &[
+    "latency.p95_ms",
+    "latency.p99_ms",
+    "outcomes.error_rate",
+    "retry.amplification",
+    "retry.amplification.max_window",
+    "recovery.seconds",
+    "stampede.max_fanin",
+    "sweep.safe_limit.rps",
+];
+
+/// Compares `s` with `baseline` on `metrics` (name, phase): a noisy metric regresses when it
+/// is worse by more than `tolerance` (a share, e.g. 0.1); an exact one when it is worse at all
+/// (beyond 1e-9). Metrics missing from either run are skipped.
+pub fn compare(s: &Summary, baseline: &Summary, metrics: &[(String, Option<String>)], tolerance: f64) -> Verdict {
+    let mut checks = Vec::new();
+    for (name, phase) in metrics {
+        let Some(meta) = metric(name) else { continue };
+        let (Some(now), Some(base)) = (value(s, name, phase.as_deref()), value(baseline, name, phase.as_deref()))
+        else {
+            continue;
+        };
+        let allowed = if meta.noisy { tolerance } else { 0.0 };
+        let (limit, worse) = match meta.worse {
+            Worse::Higher => (base * (1.0 + allowed), now > base * (1.0 + allowed) + 1e-9),
+            Worse::Lower => (base * (1.0 - allowed), now < base * (1.0 - allowed) - 1e-9),
+        };
+        let scope = phase.as_ref().map_or(String::new(), |p| format!(" [{p}]"));
+        let how = if meta.noisy { format!("{:.0} % tolerance", tolerance * 100.0) } else { "strict".into() };
+        let dir = if meta.worse == Worse::Higher { "<=" } else { ">=" };
+        checks.push(CheckResult {
+            name: format!("{name}{scope} vs baseline"),
+            metric: name.clone(),
+            phase: phase.clone(),
+            value: now.is_finite().then_some(now),
+            expected: format!("{dir} {} (baseline {}, {how})", show(limit), show(base)),
+            passed: !worse,
+            reason: worse.then(|| format!("regressed from {} to {}", show(base), show(now))),
+        });
+    }
+    Verdict::from(checks)
+}
+
+/// The verdict as JUnit XML: one test case per check, so CI systems show it natively.
+pub fn junit(suite: &str, v: &Verdict) -> String {
+    let esc = crate::report::doc::escape;
+    let failures = v.checks.iter().filter(|c| !c.passed).count();
+    let mut out = format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n<testsuite name=\"chaos: {}\" tests=\"{}\" failures=\"{failures}\">\n",
+        esc(suite),
+        v.checks.len()
+    );
+    for c in &v.checks {
+        out.push_str(&format!("  <testcase classname=\"chaos.gate\" name=\"{}\"", esc(&c.name)));
+        if c.passed {
+            out.push_str("/>\n");
+        } else {
+            out.push_str(&format!(
+                ">\n    <failure message=\"{}\">measured {}, expected {}</failure>\n  </testcase>\n",
+                esc(c.reason.as_deref().unwrap_or("failed")),
+                c.value.map_or("nothing".into(), show),
+                esc(&c.expected)
+            ));
+        }
+    }
+    out.push_str("</testsuite>\n</testsuites>\n");
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A real summary: the shipped example run.
+    fn example() -> Summary {
+        serde_json::from_str(include_str!("../../reports/examples/slow-upstream/summary.json")).unwrap()
+    }
+
+    fn check(metric: &str, phase: Option<&str>, max: Option<f64>, min: Option<f64>) -> GateCheck {
+        GateCheck { name: None, metric: metric.into(), phase: phase.map(str::to_string), max, min }
+    }
+
+    #[test]
+    fn every_metric_of_the_catalogue_reads_the_summary_it_names() {
+        let s = example();
+        let fault = s.stages.iter().find(|st| st.name == "fault").unwrap();
+        assert_eq!(value(&s, "latency.p95_ms", Some("fault")), fault.latency_ms.map(|p| p.p95));
+        let worst = s.stages.iter().filter_map(|st| st.latency_ms.map(|p| p.p99)).fold(0.0, f64::max);
+        assert_eq!(value(&s, "latency.p99_ms", None), Some(worst), "overall = the worst stage");
+        assert_eq!(value(&s, "retry.amplification", None), s.retry.as_ref().map(|r| r.amplification.overall));
+        assert_eq!(value(&s, "requests", None), Some(s.totals.requests as f64));
+        assert_eq!(value(&s, "sweep.knee.load", None), None, "no sweep in this run");
+        for m in METRICS {
+            // Every name is handled (a typo in the match would make it silently unmeasured).
+            let _ = value(&s, m.name, None);
+            assert!(metric(m.name).is_some());
+        }
+    }
+
+    #[test]
+    fn bounds_pass_and_fail_where_they_should_and_unmeasured_fails() {
+        let s = example();
+        let p95 = value(&s, "latency.p95_ms", Some("baseline")).unwrap();
+        let v = evaluate(&s, &[check("latency.p95_ms", Some("baseline"), Some(p95), None)]);
+        assert!(v.passed, "{v:?}");
+        let v = evaluate(
+            &s,
+            &[
+                check("latency.p95_ms", Some("baseline"), Some(p95 - 1.0), None),
+                check("requests", None, None, Some(1.0)),
+            ],
+        );
+        assert!(!v.passed);
+        assert!(!v.checks[0].passed && v.checks[1].passed);
+        assert!(v.checks[0].reason.as_deref().unwrap().contains(" > "), "{:?}", v.checks[0]);
+        let v = evaluate(&s, &[check("stampede.max_fanin", None, Some(1.0), None)]);
+        assert!(!v.passed && v.checks[0].reason.as_deref().unwrap().contains("not measured"), "{v:?}");
+    }
+
+    #[test]
+    fn baselines_allow_noise_on_percentiles_but_not_on_ratios() {
+        let base = example();
+        let metrics =
+            vec![("latency.p95_ms".to_string(), Some("fault".to_string())), ("retry.amplification".to_string(), None)];
+        assert!(compare(&base, &base, &metrics, 0.1).passed, "a run equals itself");
+        let mut slower = base.clone();
+        let fault = slower.stages.iter_mut().find(|st| st.name == "fault").unwrap();
+        let p = fault.latency_ms.as_mut().unwrap();
+        p.p95 *= 1.05;
+        assert!(compare(&slower, &base, &metrics, 0.1).passed, "5 % slower is within 10 %");
+        slower.stages.iter_mut().find(|st| st.name == "fault").unwrap().latency_ms.as_mut().unwrap().p95 *= 1.2;
+        let v = compare(&slower, &base, &metrics, 0.1);
+        assert!(!v.passed && v.checks[0].reason.as_deref().unwrap().starts_with("regressed"), "{v:?}");
+        let mut amplified = base.clone();
+        amplified.retry.as_mut().unwrap().amplification.overall += 0.01;
+        let v = compare(&amplified, &base, &metrics, 0.5);
+        assert!(!v.passed, "ratios are strict whatever the tolerance: {v:?}");
+    }
+
+    #[test]
+    fn junit_has_one_testcase_per_check_and_escapes() {
+        let v = Verdict {
+            passed: false,
+            checks: vec![
+                CheckResult {
+                    name: "a <= 1".into(),
+                    metric: "a".into(),
+                    phase: None,
+                    value: Some(2.0),
+                    expected: "<= 1".into(),
+                    passed: false,
+                    reason: Some("2 > 1".into()),
+                },
+                CheckResult {
+                    name: "b".into(),
+                    metric: "b".into(),
+                    phase: None,
+                    value: Some(0.0),
+                    expected: "<= 1".into(),
+                    passed: true,
+                    reason: None,
+                },
+            ],
+        };
+        let x = junit("s&t", &v);
+        assert!(x.contains("<testsuite name=\"chaos: s&amp;t\" tests=\"2\" failures=\"1\">"), "{x}");
+        assert!(x.contains("<testcase classname=\"chaos.gate\" name=\"a &lt;= 1\">"), "{x}");
+        assert!(x.contains("<failure message=\"2 &gt; 1\">measured 2, expected &lt;= 1</failure>"), "{x}");
+        assert!(x.contains("<testcase classname=\"chaos.gate\" name=\"b\"/>"), "{x}");
+    }
+}
