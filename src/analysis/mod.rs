@@ -60,7 +60,7 @@ pub fn analyse(data: &RunData) -> Summary {
     s.recovery = baseline
         .map(|(name, p95, err)| recovery::recovery(&s.faults, &data.windows, (&name, p95, err), s.duration_s))
         .unwrap_or_default();
-    s.failover = recovery::failover(&s.faults, &data.attempts, t0);
+    s.failover = recovery::failover(&s.faults, &data.attempts, t0, s.upstreams.len());
     s
 }
 

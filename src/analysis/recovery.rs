@@ -129,10 +129,12 @@ pub fn upstream_series(attempts: &[UpstreamAttempt], t0_us: u64) -> BTreeMap<Str
     out
 }
 
-/// Failover for each fault aimed at one upstream of a pool.
-pub fn failover(faults: &[FaultWindow], attempts: &[UpstreamAttempt], t0_us: u64) -> Vec<Failover> {
+/// Failover for each fault aimed at one upstream of a pool of `pool_size` upstreams. A SUT
+/// that sends everything to the faulted upstream never fails over, even if the others saw
+/// no traffic at all.
+pub fn failover(faults: &[FaultWindow], attempts: &[UpstreamAttempt], t0_us: u64, pool_size: usize) -> Vec<Failover> {
     let series = upstream_series(attempts, t0_us);
-    if series.len() < 2 {
+    if pool_size < 2 || series.is_empty() {
         return Vec::new();
     }
     let total: Vec<u64> =
@@ -244,8 +246,20 @@ mod tests {
                 push(at, if to_a { "a" } else { "b" });
             }
         }
-        let f = failover(&[fault(Some(25.0))], &attempts, 0);
+        let f = failover(&[fault(Some(25.0))], &attempts, 0, 2);
         assert_eq!(f[0].share_before, Some(0.5));
         assert_eq!(f[0].seconds, Some(3.0));
+        // A SUT that only ever calls "a" never fails over, though "b" saw nothing.
+        let only_a: Vec<UpstreamAttempt> = attempts
+            .iter()
+            .cloned()
+            .map(|mut a| {
+                a.upstream = "a".into();
+                a
+            })
+            .collect();
+        let f = failover(&[fault(Some(25.0))], &only_a, 0, 2);
+        assert_eq!((f[0].share_before, f[0].seconds), (Some(1.0), None));
+        assert!(failover(&[fault(Some(25.0))], &only_a, 0, 1).is_empty(), "no pool, no failover");
     }
 }

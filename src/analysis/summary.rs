@@ -218,6 +218,9 @@ pub struct Summary {
     pub totals: Totals,
     /// The generator.
     pub generator: GeneratorSummary,
+    /// The mock upstreams, in file order.
+    #[serde(default)]
+    pub upstreams: Vec<String>,
     /// The fault windows, seconds from the load start.
     #[serde(default)]
     pub faults: Vec<FaultWindow>,
