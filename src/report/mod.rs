@@ -118,7 +118,8 @@ pub fn mock_concurrency(attempts: &[UpstreamAttempt], t0_us: u64) -> (Vec<u64>, 
         active[boundary(a.t_us)] += 1;
         active[boundary(a.end_us())] -= 1;
         queued[boundary(a.t_us)] += 1;
-        queued[boundary(a.t_us + a.queue_wait_us)] -= 1;
+        // Queueing ends by the attempt's end at the latest (a client that left while queued).
+        queued[boundary((a.t_us + a.queue_wait_us).min(a.end_us()))] -= 1;
     }
     let run = |d: Vec<i64>| {
         let mut acc = 0i64;
@@ -741,7 +742,12 @@ mod tests {
     #[test]
     fn concurrency_at_the_mock_counts_what_spans_each_second() {
         // Load starts at 1 s. One attempt 1.5–3.5 s (queued until 2.5 s), one 2.2–2.4 s.
-        let a = [attempt(1_500_000, 2_000_000, 1_000_000), attempt(2_200_000, 200_000, 0)];
+        let a = [
+            attempt(1_500_000, 2_000_000, 1_000_000),
+            attempt(2_200_000, 200_000, 0),
+            // Recorded queue wait longer than the attempt: clamped, not out of bounds.
+            attempt(1_100_000, 100_000, 5_000_000),
+        ];
         let (active, queued) = mock_concurrency(&a, 1_000_000);
         assert_eq!(active, [0, 1, 1, 0]);
         assert_eq!(queued, [0, 1, 0, 0]);
