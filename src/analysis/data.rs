@@ -71,6 +71,28 @@ pub struct UpstreamAttempt {
 }
 
 impl UpstreamAttempt {
+    /// For tests: a served 200 at `t_us` on `upstream` lasting 1 ms, with no ids; set the rest
+    /// with struct update syntax.
+    #[cfg(test)]
+    pub(crate) fn served(upstream: &str, t_us: u64) -> Self {
+        Self {
+            t_us,
+            upstream: upstream.into(),
+            request_id: None,
+            marker_id: None,
+            stainless_retry_count: None,
+            envoy_attempt_count: None,
+            chaos_attempt: None,
+            prompt_hash: None,
+            queue_wait_us: 0,
+            decision: "ok".into(),
+            status: 200,
+            duration_us: 1_000,
+            retry_after_ms: None,
+            cache_expires_us: None,
+        }
+    }
+
     /// The logical request number (`r{N}`), from the header or the marker.
     pub fn id(&self) -> Option<u64> {
         self.request_id.as_deref().or(self.marker_id.as_deref()).and_then(super::AttemptRef::parse_id)

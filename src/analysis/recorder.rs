@@ -305,21 +305,7 @@ mod tests {
     }
 
     fn sample(stage: u16, intended_us: u64, latency_us: u64, outcome: Outcome) -> Sample {
-        Sample {
-            id: 0,
-            stage,
-            intended_us,
-            sent_us: intended_us,
-            done_us: intended_us + latency_us,
-            ttft_us: None,
-            itl_us: Vec::new(),
-            status: 200,
-            outcome,
-            attempts: 1,
-            sut_attempts: Some(2),
-            tokens: 1,
-            key: 0,
-        }
+        Sample { stage, outcome, sut_attempts: Some(2), ..Sample::answered(0, intended_us, intended_us + latency_us) }
     }
 
     #[test]

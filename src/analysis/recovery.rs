@@ -215,22 +215,7 @@ mod tests {
     fn failover_is_the_time_until_the_faulted_upstream_gets_under_5_percent() {
         let mut attempts = Vec::new();
         let mut push = |t_s: f64, up: &str| {
-            attempts.push(UpstreamAttempt {
-                t_us: (t_s * 1e6) as u64,
-                upstream: up.into(),
-                request_id: None,
-                marker_id: None,
-                stainless_retry_count: None,
-                envoy_attempt_count: None,
-                chaos_attempt: None,
-                prompt_hash: None,
-                queue_wait_us: 0,
-                decision: "ok".into(),
-                status: 200,
-                duration_us: 1,
-                retry_after_ms: None,
-                cache_expires_us: None,
-            });
+            attempts.push(UpstreamAttempt { duration_us: 1, ..UpstreamAttempt::served(up, (t_s * 1e6) as u64) });
         };
         for t in 0..30 {
             for k in 0..20 {

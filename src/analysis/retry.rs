@@ -230,39 +230,16 @@ mod tests {
     use crate::load::Outcome;
 
     fn sample(id: u64, sent_us: u64, done_us: u64) -> Sample {
-        Sample {
-            id,
-            stage: 0,
-            intended_us: sent_us,
-            sent_us,
-            done_us,
-            ttft_us: None,
-            itl_us: Vec::new(),
-            status: 429,
-            outcome: Outcome::RateLimited,
-            attempts: 1,
-            sut_attempts: None,
-            tokens: 0,
-            key: 0,
-        }
+        Sample { status: 429, outcome: Outcome::RateLimited, tokens: 0, ..Sample::answered(id, sent_us, done_us) }
     }
 
     fn attempt(id: u64, t_us: u64, status: u16, retry_after_ms: Option<u64>) -> UpstreamAttempt {
         UpstreamAttempt {
-            t_us,
-            upstream: "primary".into(),
             request_id: Some(format!("r{id}")),
-            marker_id: None,
-            stainless_retry_count: None,
-            envoy_attempt_count: None,
-            chaos_attempt: None,
-            prompt_hash: None,
-            queue_wait_us: 0,
             decision: if status == 200 { "ok".into() } else { "fault_status".into() },
             status,
-            duration_us: 1_000,
             retry_after_ms,
-            cache_expires_us: None,
+            ..UpstreamAttempt::served("primary", t_us)
         }
     }
 

@@ -146,42 +146,18 @@ pub fn analyse(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::load::Outcome;
 
     fn sample(id: u64, key: u32, sent_us: u64) -> Sample {
-        Sample {
-            id,
-            stage: 0,
-            intended_us: sent_us,
-            sent_us,
-            done_us: sent_us + 200_000,
-            ttft_us: None,
-            itl_us: Vec::new(),
-            status: 200,
-            outcome: Outcome::Ok,
-            attempts: 1,
-            sut_attempts: None,
-            tokens: 1,
-            key,
-        }
+        Sample { key, ..Sample::answered(id, sent_us, sent_us + 200_000) }
     }
 
     fn fetch(id: u64, key: u32, t_us: u64, expires: Option<u64>) -> UpstreamAttempt {
         UpstreamAttempt {
-            t_us,
-            upstream: "primary".into(),
             request_id: Some(format!("r{id}")),
-            marker_id: None,
-            stainless_retry_count: None,
-            envoy_attempt_count: None,
-            chaos_attempt: None,
             prompt_hash: Some(format!("{key:016x}")),
-            queue_wait_us: 0,
-            decision: "ok".into(),
-            status: 200,
             duration_us: 200_000,
-            retry_after_ms: None,
             cache_expires_us: expires,
+            ..UpstreamAttempt::served("primary", t_us)
         }
     }
 

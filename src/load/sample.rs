@@ -109,6 +109,27 @@ pub struct Sample {
 }
 
 impl Sample {
+    /// For tests: request `id`, sent on time at `intended_us`, answered `ok` at `done_us`; set
+    /// the rest with struct update syntax.
+    #[cfg(test)]
+    pub(crate) fn answered(id: u64, intended_us: u64, done_us: u64) -> Self {
+        Self {
+            id,
+            stage: 0,
+            intended_us,
+            sent_us: intended_us,
+            done_us,
+            ttft_us: None,
+            itl_us: Vec::new(),
+            status: 200,
+            outcome: Outcome::Ok,
+            attempts: 1,
+            sut_attempts: None,
+            tokens: 1,
+            key: 0,
+        }
+    }
+
     /// Latency from the intended send time to the end: queueing at the generator counts.
     pub fn latency_us(&self) -> u64 {
         self.done_us.saturating_sub(self.intended_us)

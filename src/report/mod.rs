@@ -694,41 +694,15 @@ mod tests {
     use super::*;
 
     fn attempt(t_us: u64, duration_us: u64, queue_wait_us: u64) -> UpstreamAttempt {
-        UpstreamAttempt {
-            t_us,
-            upstream: "a".into(),
-            request_id: None,
-            marker_id: None,
-            stainless_retry_count: None,
-            envoy_attempt_count: None,
-            chaos_attempt: None,
-            prompt_hash: None,
-            queue_wait_us,
-            decision: "ok".into(),
-            status: 200,
-            duration_us,
-            retry_after_ms: None,
-            cache_expires_us: None,
-        }
+        UpstreamAttempt { duration_us, queue_wait_us, ..UpstreamAttempt::served("a", t_us) }
     }
 
     #[test]
     fn latency_buckets_are_exact_percentiles_by_send_time() {
         let samples: Vec<crate::load::Sample> = (0..200u64)
-            .map(|i| crate::load::Sample {
-                id: i,
-                stage: 0,
-                intended_us: 1_000_000 + (i % 100) * 10_000 + (i / 100) * 2_000_000,
-                sent_us: 0,
-                done_us: 1_000_000 + (i % 100) * 10_000 + (i / 100) * 2_000_000 + (i % 100 + 1) * 1_000,
-                ttft_us: None,
-                itl_us: Vec::new(),
-                status: 200,
-                outcome: crate::load::Outcome::Ok,
-                attempts: 1,
-                sut_attempts: None,
-                tokens: 1,
-                key: 0,
+            .map(|i| {
+                let intended = 1_000_000 + (i % 100) * 10_000 + (i / 100) * 2_000_000;
+                crate::load::Sample::answered(i, intended, intended + (i % 100 + 1) * 1_000)
             })
             .collect();
         // Two buckets of 100 requests with latencies 1..=100 ms, at 0 s and 2 s.
