@@ -315,8 +315,8 @@ retry_after = "200ms"
     assert!(r.retry_after_retries > 0, "it did retry: {r:?}");
     assert_eq!(r.attempts_histogram["4"] + r.attempts_histogram["5-9"] + r.attempts_histogram[">=10"], 0, "{r:?}");
     // The saved folder gives the same numbers: `chaos report` on it rewrites the same summary.
-    let again = chaos::report::write(dir.path()).unwrap();
-    assert_eq!(again, s);
+    let again = chaos::experiment::refinish(&chaos::run_folder::RunFolder::open(dir.path())).unwrap();
+    assert_eq!(again.summary, s);
     assert_eq!(written(dir.path()), s);
     for f in ["report.md", "report.html", "charts/latency.svg", "charts/amplification.png", "charts/attempts.svg"] {
         assert!(dir.path().join(f).exists(), "{f}");

@@ -29,7 +29,7 @@ async fn shortened(path: &Path) {
     assert_eq!(sum.status, RunStatus::Completed, "{}: {:?}", path.display(), sum.abort_reason);
     assert!(sum.totals.requests > 0, "{}: no requests", path.display());
     assert_eq!(sum.stages.len(), s.load.as_ref().unwrap().stages.len());
-    assert_eq!(sum.gate.is_some(), !s.gate.is_empty(), "{}", path.display());
+    assert_eq!(outcome.verdict.is_some(), !s.gate.is_empty(), "{}", path.display());
     for f in ["summary.json", "report.md", "report.html", "charts/latency.svg"] {
         assert!(dir.path().join(f).exists(), "{}: {f}", path.display());
     }

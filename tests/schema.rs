@@ -3,11 +3,11 @@
 
 use std::path::Path;
 
-use chaos::scenario::schema::{SchemaKind, generate};
+use chaos::cli::schema::{Format, generate};
 
 #[test]
 fn committed_schemas_are_current() {
-    for kind in SchemaKind::ALL {
+    for kind in Format::ALL {
         let path = Path::new("schemas").join(kind.file_name());
         let committed = std::fs::read_to_string(&path).unwrap_or_default();
         assert!(
@@ -20,7 +20,7 @@ fn committed_schemas_are_current() {
     }
 }
 
-fn validator(kind: SchemaKind) -> jsonschema::Validator {
+fn validator(kind: Format) -> jsonschema::Validator {
     let schema: serde_json::Value = serde_json::from_str(&generate(kind)).unwrap();
     jsonschema::validator_for(&schema).unwrap()
 }
@@ -31,7 +31,7 @@ fn as_json(toml_text: &str) -> serde_json::Value {
 
 #[test]
 fn shipped_profiles_validate_against_the_profile_schema() {
-    let v = validator(SchemaKind::Profile);
+    let v = validator(Format::Profile);
     for entry in std::fs::read_dir("mock-upstreams").unwrap() {
         let path = entry.unwrap().path();
         if path.extension().is_some_and(|e| e == "toml") {
@@ -44,7 +44,7 @@ fn shipped_profiles_validate_against_the_profile_schema() {
 
 #[test]
 fn the_schema_rejects_what_the_parser_rejects() {
-    let v = validator(SchemaKind::Profile);
+    let v = validator(Format::Profile);
     for bad in [
         "slotz = 1",
         "[capacity]\noverflow = 500",
@@ -59,7 +59,7 @@ fn the_schema_rejects_what_the_parser_rejects() {
 
 #[test]
 fn the_gateway_schema_is_current_and_accepts_the_shipped_policies() {
-    let text = chaos::gateway::GatewayConfig::schema();
+    let text = generate(Format::Gateway);
     assert_eq!(
         std::fs::read_to_string("schemas/gateway.schema.json").unwrap(),
         text,

@@ -8,17 +8,36 @@ pub mod data;
 pub mod recorder;
 pub mod recovery;
 pub mod retry;
+pub mod series;
 pub mod stampede;
 pub mod summary;
 pub mod sweep;
 
-pub use data::{DataError, RunData};
+pub use data::RunData;
+pub use series::Series;
+
+use crate::record::Attempt;
 pub use recorder::{OutcomeCounts, Recorder, StageRecord, WindowSummary};
 pub use summary::{RunStatus, SCHEMA_VERSION, StageSummary, Summary};
 
-/// Fills the analysis sections of `data.summary` (sweep, retry, stampede, recovery,
-/// failover) from the run's records. Pure: the same folder always gives the same numbers.
-pub fn analyse(data: &RunData) -> Summary {
+/// What the analysis of a run gives: the summary with every section filled, and the time
+/// series the report draws.
+#[derive(Clone, Debug)]
+pub struct Analysis {
+    /// `summary.json`'s numbers.
+    pub summary: Summary,
+    /// The charts' data.
+    pub series: Series,
+}
+
+/// Analyses a run: fills the analysis sections of `data.summary` (sweep, retry, stampede,
+/// recovery, failover) and computes the chart series from the run's records. Pure: the same
+/// folder always gives the same numbers.
+pub fn analyse(data: &RunData) -> Analysis {
+    Analysis { summary: summarise(data), series: Series::of(data) }
+}
+
+fn summarise(data: &RunData) -> Summary {
     let mut s = data.summary.clone();
     let t0 = s.load_start_us;
     let steps: Vec<sweep::SweepStep> = s
@@ -64,31 +83,14 @@ pub fn analyse(data: &RunData) -> Summary {
     s
 }
 
-/// One upstream attempt as the analysis needs it: when, and for which logical request (the
-/// number in `r{id}`, from `x-chaos-request-id` or the prompt marker).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct AttemptRef {
-    /// Arrival at the mock, µs on the run clock.
-    pub t_us: u64,
-    /// Logical request number, when the attempt carried one.
-    pub id: Option<u64>,
-}
-
-impl AttemptRef {
-    /// Parses a correlation id of the form `r{number}`.
-    pub fn parse_id(id: &str) -> Option<u64> {
-        id.strip_prefix('r')?.parse().ok()
-    }
-}
-
 /// Counts attempts per stage by request id: attempt `a` belongs to the stage whose id range
 /// holds `a.id`. `None` for a stage when no attempt carried an id (ids were off).
-pub fn count_by_id(attempts: &[AttemptRef], ranges: &[Option<(u64, u64)>]) -> Vec<Option<u64>> {
-    if attempts.iter().all(|a| a.id.is_none()) {
+pub fn count_by_id(attempts: &[Attempt], ranges: &[Option<(u64, u64)>]) -> Vec<Option<u64>> {
+    if attempts.iter().all(|a| a.id().is_none()) {
         return vec![None; ranges.len()];
     }
     let mut counts = vec![Some(0u64); ranges.len()];
-    for id in attempts.iter().filter_map(|a| a.id) {
+    for id in attempts.iter().filter_map(Attempt::id) {
         if let Some(i) = ranges.iter().position(|r| r.is_some_and(|(lo, hi)| id >= lo && id <= hi)) {
             counts[i] = counts[i].map(|c| c + 1);
         }
@@ -115,12 +117,12 @@ mod tests {
 
     #[test]
     fn attempts_join_their_stage_by_request_id() {
-        let a = |t, id| AttemptRef { t_us: t, id: Some(id) };
+        let a = |t, id: u64| Attempt { request_id: Some(format!("r{id}")), ..Attempt::served("a", t) };
         let attempts = [a(0, 1), a(1, 1), a(2, 2), a(99, 7), a(3, 50)];
         assert_eq!(count_by_id(&attempts, &[Some((0, 5)), Some((6, 9)), None]), [Some(3), Some(1), Some(0)]);
-        assert_eq!(count_by_id(&[AttemptRef { t_us: 0, id: None }], &[Some((0, 5))]), [None]);
-        assert_eq!(AttemptRef::parse_id("r42"), Some(42));
-        assert_eq!(AttemptRef::parse_id("x42"), None);
+        assert_eq!(count_by_id(&[Attempt::served("a", 0)], &[Some((0, 5))]), [None]);
+        assert_eq!(crate::record::parse_request_id("r42"), Some(42));
+        assert_eq!(crate::record::parse_request_id("x42"), None);
     }
 
     #[test]

@@ -99,33 +99,7 @@ impl StageRecord {
     }
 }
 
-/// One second of completions, reduced.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct WindowSummary {
-    /// Window start, seconds from the load start.
-    pub t_s: u64,
-    /// Requests completed in it.
-    pub requests: u64,
-    /// Their outcomes, by name.
-    pub outcomes: BTreeMap<String, u64>,
-    /// Latency percentiles, ms (absent when empty).
-    pub latency_ms: Option<WindowLatency>,
-    /// p95 time to first token, ms (streams).
-    pub ttft_p95_ms: Option<f64>,
-}
-
-/// A window's latency percentiles, ms.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-pub struct WindowLatency {
-    /// Median.
-    pub p50: f64,
-    /// 95th percentile.
-    pub p95: f64,
-    /// 99th percentile.
-    pub p99: f64,
-    /// Largest.
-    pub max: f64,
-}
+pub use crate::record::{WindowLatency, WindowSummary};
 
 #[derive(Debug)]
 struct Window {
@@ -187,7 +161,7 @@ const WINDOW_GRACE_US: u64 = 2_000_000;
 impl Recorder {
     /// A recorder for `stages` of a load that started at `t0_us` on the run clock.
     pub fn new(stages: &[Stage], t0_us: u64) -> Self {
-        let us = |d: crate::scenario::Duration| u64::try_from(d.as_std().as_micros()).unwrap_or(u64::MAX);
+        let us = |d: crate::duration::Duration| u64::try_from(d.as_std().as_micros()).unwrap_or(u64::MAX);
         let spans = stages
             .iter()
             .map(|s| Span { end_us: t0_us + us(s.end()), warmup_end_us: t0_us + us(s.start + s.warmup) })

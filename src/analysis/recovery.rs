@@ -12,7 +12,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::WindowSummary;
-use super::data::UpstreamAttempt;
+use crate::record::Attempt;
 
 /// p95 counts as recovered within this factor of the baseline p95…
 pub const P95_FACTOR: f64 = 1.25;
@@ -78,8 +78,7 @@ fn failed_share(w: &WindowSummary) -> f64 {
     if w.requests == 0 {
         return 0.0;
     }
-    let failed: u64 = w.outcomes.iter().filter(|(k, _)| !matches!(k.as_str(), "ok" | "fallback")).map(|(_, v)| v).sum();
-    failed as f64 / w.requests as f64
+    w.failed() as f64 / w.requests as f64
 }
 
 /// Recovery after each fault that ends before the run does. `baseline` is (stage name, p95 ms,
@@ -119,12 +118,12 @@ pub fn recovery(
 }
 
 /// Attempts per upstream per second from `t0_us` (for the share chart and failover).
-pub fn upstream_series(attempts: &[UpstreamAttempt], t0_us: u64) -> BTreeMap<String, Vec<u64>> {
+pub fn upstream_series(attempts: &[Attempt], t0_us: u64) -> BTreeMap<String, Vec<u64>> {
     let last = attempts.iter().map(|a| a.t_us.saturating_sub(t0_us) / 1_000_000).max().unwrap_or(0) as usize;
     let mut out: BTreeMap<String, Vec<u64>> = BTreeMap::new();
     for a in attempts {
         let s = (a.t_us.saturating_sub(t0_us) / 1_000_000) as usize;
-        out.entry(a.upstream.clone()).or_insert_with(|| vec![0; last + 1])[s] += 1;
+        out.entry(a.upstream.to_string()).or_insert_with(|| vec![0; last + 1])[s] += 1;
     }
     out
 }
@@ -132,7 +131,7 @@ pub fn upstream_series(attempts: &[UpstreamAttempt], t0_us: u64) -> BTreeMap<Str
 /// Failover for each fault aimed at one upstream of a pool of `pool_size` upstreams. A SUT
 /// that sends everything to the faulted upstream never fails over, even if the others saw
 /// no traffic at all.
-pub fn failover(faults: &[FaultWindow], attempts: &[UpstreamAttempt], t0_us: u64, pool_size: usize) -> Vec<Failover> {
+pub fn failover(faults: &[FaultWindow], attempts: &[Attempt], t0_us: u64, pool_size: usize) -> Vec<Failover> {
     let series = upstream_series(attempts, t0_us);
     if pool_size < 2 || series.is_empty() {
         return Vec::new();
@@ -215,7 +214,7 @@ mod tests {
     fn failover_is_the_time_until_the_faulted_upstream_gets_under_5_percent() {
         let mut attempts = Vec::new();
         let mut push = |t_s: f64, up: &str| {
-            attempts.push(UpstreamAttempt { duration_us: 1, ..UpstreamAttempt::served(up, (t_s * 1e6) as u64) });
+            attempts.push(Attempt { duration_us: 1, ..Attempt::served(up, (t_s * 1e6) as u64) });
         };
         for t in 0..30 {
             for k in 0..20 {
@@ -235,7 +234,7 @@ mod tests {
         assert_eq!(f[0].share_before, Some(0.5));
         assert_eq!(f[0].seconds, Some(3.0));
         // A SUT that only ever calls "a" never fails over, though "b" saw nothing.
-        let only_a: Vec<UpstreamAttempt> = attempts
+        let only_a: Vec<Attempt> = attempts
             .iter()
             .cloned()
             .map(|mut a| {

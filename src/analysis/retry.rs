@@ -11,8 +11,7 @@ use std::collections::{BTreeMap, HashMap};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::data::UpstreamAttempt;
-use crate::load::Sample;
+use crate::record::{Attempt, Sample};
 
 /// A retry this soon after the previous attempt's answer is "immediate".
 pub const IMMEDIATE_US: u64 = 50_000;
@@ -109,7 +108,7 @@ pub fn expected_amplification(p: f64, n: u32) -> f64 {
 }
 
 /// Client requests by send second and attempts by arrival second, from `t0_us`.
-pub fn series(samples: &[Sample], attempts: &[UpstreamAttempt], t0_us: u64) -> AmplificationSeries {
+pub fn series(samples: &[Sample], attempts: &[Attempt], t0_us: u64) -> AmplificationSeries {
     let sec = |t: u64| t.saturating_sub(t0_us) / 1_000_000;
     let last = samples.iter().map(|s| sec(s.sent_us)).chain(attempts.iter().map(|a| sec(a.t_us))).max();
     let Some(last) = last else { return Vec::new() };
@@ -125,12 +124,7 @@ pub fn series(samples: &[Sample], attempts: &[UpstreamAttempt], t0_us: u64) -> A
 
 /// Analyses retries. `stages` are (name, first id, last id) of each stage's requests (from the
 /// samples' stage index) — passed as names by stage index.
-pub fn analyse(
-    samples: &[Sample],
-    attempts: &[UpstreamAttempt],
-    stage_names: &[String],
-    t0_us: u64,
-) -> Option<RetryAnalysis> {
+pub fn analyse(samples: &[Sample], attempts: &[Attempt], stage_names: &[String], t0_us: u64) -> Option<RetryAnalysis> {
     if samples.is_empty() {
         return None;
     }
@@ -144,7 +138,7 @@ pub fn analyse(
         .max_by(|a, b| a.1.total_cmp(&b.1));
 
     let by_request: HashMap<u64, &Sample> = samples.iter().map(|s| (s.id, s)).collect();
-    let mut per_id: HashMap<u64, Vec<&UpstreamAttempt>> = HashMap::new();
+    let mut per_id: HashMap<u64, Vec<&Attempt>> = HashMap::new();
     for a in attempts {
         if let Some(id) = a.id() {
             per_id.entry(id).or_default().push(a);
@@ -228,18 +222,19 @@ pub fn analyse(
 mod tests {
     use super::*;
     use crate::load::Outcome;
+    use crate::record::Decision;
 
     fn sample(id: u64, sent_us: u64, done_us: u64) -> Sample {
         Sample { status: 429, outcome: Outcome::RateLimited, tokens: 0, ..Sample::answered(id, sent_us, done_us) }
     }
 
-    fn attempt(id: u64, t_us: u64, status: u16, retry_after_ms: Option<u64>) -> UpstreamAttempt {
-        UpstreamAttempt {
+    fn attempt(id: u64, t_us: u64, status: u16, retry_after_ms: Option<u64>) -> Attempt {
+        Attempt {
             request_id: Some(format!("r{id}")),
-            decision: if status == 200 { "ok".into() } else { "fault_status".into() },
+            decision: if status == 200 { Decision::Ok } else { Decision::FaultStatus },
             status,
             retry_after_ms,
-            ..UpstreamAttempt::served("primary", t_us)
+            ..Attempt::served("primary", t_us)
         }
     }
 
@@ -297,7 +292,7 @@ mod tests {
     #[test]
     fn window_amplification_needs_no_ids() {
         let samples: Vec<Sample> = (0..10).map(|i| sample(i, i * 100_000, i * 100_000 + 1)).collect();
-        let mut attempts: Vec<UpstreamAttempt> = (0..30).map(|i| attempt(0, i * 33_000, 429, None)).collect();
+        let mut attempts: Vec<Attempt> = (0..30).map(|i| attempt(0, i * 33_000, 429, None)).collect();
         for a in &mut attempts {
             a.request_id = None;
         }

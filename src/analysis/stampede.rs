@@ -12,8 +12,8 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::data::UpstreamAttempt;
 use crate::load::Sample;
+use crate::record::Attempt;
 
 /// Fetches are counted this long after the expiry instant, µs.
 pub const WINDOW_US: u64 = 5_000_000;
@@ -51,26 +51,21 @@ pub struct StampedeAnalysis {
 }
 
 /// Analyses every expiry instant in `expiries` (µs on the run clock).
-pub fn analyse(
-    expiries: &[u64],
-    samples: &[Sample],
-    attempts: &[UpstreamAttempt],
-    t0_us: u64,
-) -> Option<StampedeAnalysis> {
+pub fn analyse(expiries: &[u64], samples: &[Sample], attempts: &[Attempt], t0_us: u64) -> Option<StampedeAnalysis> {
     if expiries.is_empty() {
         return None;
     }
     // Request id → key (prompt hash), from any attempt carrying both; prompt rank → key.
-    let mut key_of_id: HashMap<u64, &str> = HashMap::new();
+    let mut key_of_id: HashMap<u64, u64> = HashMap::new();
     for a in attempts {
-        if let (Some(id), Some(h)) = (a.id(), a.prompt_hash.as_deref()) {
+        if let (Some(id), Some(h)) = (a.id(), a.prompt_hash) {
             key_of_id.entry(id).or_insert(h);
         }
     }
-    let mut key_of_rank: HashMap<u32, &str> = HashMap::new();
+    let mut key_of_rank: HashMap<u32, u64> = HashMap::new();
     for s in samples {
         if let Some(h) = key_of_id.get(&s.id) {
-            key_of_rank.entry(s.key).or_insert(h);
+            key_of_rank.entry(s.key).or_insert(*h);
         }
     }
     let sec = |t: u64| t.saturating_sub(t0_us) / 1_000_000;
@@ -88,14 +83,14 @@ pub fn analyse(
     let hit = |i: usize| (sent[i] > 0).then(|| (1.0 - fetched[i] as f64 / sent[i] as f64).max(0.0));
     let mut events = Vec::new();
     for &at in expiries {
-        let expired: HashSet<&str> = attempts
+        let expired: HashSet<u64> = attempts
             .iter()
             .filter(|a| a.cache_expires_us.is_some_and(|e| e.abs_diff(at) < 1_000))
-            .filter_map(|a| a.prompt_hash.as_deref())
+            .filter_map(|a| a.prompt_hash)
             .collect();
-        let mut fetches: BTreeMap<&str, Vec<&UpstreamAttempt>> = BTreeMap::new();
+        let mut fetches: BTreeMap<u64, Vec<&Attempt>> = BTreeMap::new();
         for a in attempts.iter().filter(|a| a.t_us >= at && a.t_us < at + WINDOW_US) {
-            if let Some(h) = a.prompt_hash.as_deref().filter(|h| expired.contains(h)) {
+            if let Some(h) = a.prompt_hash.filter(|h| expired.contains(h)) {
                 fetches.entry(h).or_default().push(a);
             }
         }
@@ -106,9 +101,9 @@ pub fn analyse(
             fetches.values().map(Vec::len).sum::<usize>() as f64 / fetches.len() as f64
         };
         // λ_key: client requests for the key per second in the window; fetch time: its first fetch.
-        let mut demand: HashMap<&str, u64> = HashMap::new();
+        let mut demand: HashMap<u64, u64> = HashMap::new();
         for s in samples.iter().filter(|s| s.sent_us >= at && s.sent_us < at + WINDOW_US) {
-            if let Some(h) = key_of_rank.get(&s.key).filter(|h| fetches.contains_key(*h)) {
+            if let Some(&h) = key_of_rank.get(&s.key).filter(|h| fetches.contains_key(*h)) {
                 *demand.entry(h).or_default() += 1;
             }
         }
@@ -151,13 +146,13 @@ mod tests {
         Sample { key, ..Sample::answered(id, sent_us, sent_us + 200_000) }
     }
 
-    fn fetch(id: u64, key: u32, t_us: u64, expires: Option<u64>) -> UpstreamAttempt {
-        UpstreamAttempt {
+    fn fetch(id: u64, key: u32, t_us: u64, expires: Option<u64>) -> Attempt {
+        Attempt {
             request_id: Some(format!("r{id}")),
-            prompt_hash: Some(format!("{key:016x}")),
+            prompt_hash: Some(u64::from(key)),
             duration_us: 200_000,
             cache_expires_us: expires,
-            ..UpstreamAttempt::served("primary", t_us)
+            ..Attempt::served("primary", t_us)
         }
     }
 

@@ -1,5 +1,6 @@
-//! `summary.json`: the run's numbers, versioned, with a committed JSON Schema. Reports and
-//! gates read this and never recompute it.
+//! `summary.json`'s numbers, versioned, with a committed JSON Schema. Reports and gates read
+//! this and never recompute it. The gate verdict is written beside it in the same file by
+//! `report` (this module does not know gates).
 
 use std::collections::BTreeMap;
 
@@ -239,9 +240,67 @@ pub struct Summary {
     /// Failover away from each faulted upstream of a pool.
     #[serde(default)]
     pub failover: Vec<Failover>,
-    /// The scenario's `[[gate]]` checks applied to this run, when it has any.
-    #[serde(default)]
-    pub gate: Option<crate::gate::Verdict>,
+}
+
+/// What identifies a run, known before anything is measured.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunIdentity {
+    /// Scenario name.
+    pub scenario: String,
+    /// The scenario file.
+    pub scenario_file: String,
+    /// Run id (the run folder's name).
+    pub run_id: String,
+    /// Seed.
+    pub seed: u64,
+    /// Wall-clock start, RFC 3339 (UTC).
+    pub started_at: String,
+    /// `--time-scale` applied.
+    pub time_scale: f64,
+    /// Where load went.
+    pub target: String,
+    /// The system under test.
+    pub sut: String,
+    /// The mock upstreams, in file order.
+    pub upstreams: Vec<String>,
+    /// The fault windows, seconds from the load start.
+    pub faults: Vec<FaultWindow>,
+}
+
+impl Summary {
+    /// A summary of a run that measured nothing yet: completed, no stages, zero totals.
+    pub fn empty(id: RunIdentity) -> Self {
+        Self {
+            schema_version: SCHEMA_VERSION,
+            scenario: id.scenario,
+            scenario_file: id.scenario_file,
+            run_id: id.run_id,
+            seed: id.seed,
+            status: RunStatus::Completed,
+            abort_reason: None,
+            started_at: id.started_at,
+            duration_s: 0.0,
+            time_scale: id.time_scale,
+            target: id.target,
+            sut: id.sut,
+            load_start_us: 0,
+            stages: Vec::new(),
+            totals: Totals {
+                requests: 0,
+                outcomes: outcome_map(&OutcomeCounts::default()),
+                upstream_attempts: 0,
+                attempts_per_request: None,
+            },
+            generator: GeneratorSummary { users: 0, issued: 0, lost_samples: 0 },
+            upstreams: id.upstreams,
+            faults: id.faults,
+            sweep: None,
+            retry: None,
+            stampede: None,
+            recovery: Vec::new(),
+            failover: Vec::new(),
+        }
+    }
 }
 
 /// Outcome counts as a name → count map (every outcome present, zeros included).

@@ -9,6 +9,7 @@ use comfy_table::Table;
 
 use crate::analysis::{RunStatus, Summary};
 use crate::gate::{self, Verdict};
+use crate::run_folder::{RunFile, RunFolder};
 
 use super::CliError;
 
@@ -37,6 +38,7 @@ fn parse_tolerance(s: &str) -> Result<f64, String> {
     }
 }
 
+/// The summary of a run folder, or of a `summary.json` given directly.
 fn read_summary(path: &Path) -> Result<Summary, CliError> {
     let file = if path.is_dir() { path.join("summary.json") } else { path.to_path_buf() };
     let text = std::fs::read_to_string(&file).map_err(|e| CliError::Usage(format!("{}: {e}", file.display())))?;
@@ -68,7 +70,8 @@ pub fn exit_for(v: &Verdict, dir: &Path) -> Result<(), CliError> {
 
 pub(super) fn run(args: &Args) -> Result<(), CliError> {
     let summary = read_summary(&args.run_dir)?;
-    let checks = crate::report::gate_checks(&args.run_dir).map_err(|e| CliError::Usage(e.to_string()))?;
+    let folder = RunFolder::open(&args.run_dir);
+    let checks = crate::experiment::gate_checks(&folder).map_err(|e| CliError::Usage(e.to_string()))?;
     let mut verdict = gate::evaluate(&summary, &checks);
     if let Some(base) = &args.baseline {
         let baseline = read_summary(base)?;
@@ -83,9 +86,9 @@ pub(super) fn run(args: &Args) -> Result<(), CliError> {
         verdict.checks.extend(cmp.checks);
         verdict.passed = verdict.checks.iter().all(|c| c.passed);
     }
-    let junit = args.run_dir.join("junit.xml");
-    crate::experiment::folder::write_atomic(&junit, gate::junit(&summary.scenario, &verdict).as_bytes())
-        .map_err(|source| CliError::Io { context: format!("writing {}", junit.display()), source })?;
+    folder
+        .write(RunFile::Junit, crate::report::junit(&summary.scenario, &verdict).as_bytes())
+        .map_err(|e| CliError::Io { context: "writing junit.xml".into(), source: std::io::Error::other(e) })?;
     let mut out = std::io::stdout().lock();
     out.write_all(verdict_table(&verdict).as_bytes())
         .and_then(|()| out.flush())

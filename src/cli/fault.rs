@@ -127,7 +127,7 @@ fn from_pairs(pairs: &[String]) -> Result<Fault, CliError> {
     let fault: Fault = Source::new("command line", toml_text).parse()?;
     let problems = fault.problems();
     match problems.0.first() {
-        Some((key, found, expected)) => Err(CliError::Usage(format!("`{key}` is {found}, expected {expected}"))),
+        Some(p) => Err(CliError::Usage(p.to_string())),
         None => Ok(fault),
     }
 }

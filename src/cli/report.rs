@@ -1,8 +1,11 @@
 //! `chaos report RUN_DIR`: analyse a saved run folder again and rewrite its summary, reports
-//! and charts — the same code `chaos run` runs as it ends, so the numbers are the same.
+//! and charts — the same finish pipeline `chaos run` runs as it ends, so the numbers are the
+//! same.
 
 use std::io::Write;
 use std::path::PathBuf;
+
+use crate::run_folder::{RunFile, RunFolder};
 
 use super::CliError;
 
@@ -14,12 +17,13 @@ pub struct Args {
 }
 
 pub(super) fn run(args: &Args) -> Result<(), CliError> {
-    let summary = crate::report::write(&args.run_dir)?;
+    let folder = RunFolder::open(&args.run_dir);
+    let finished = crate::experiment::refinish(&folder)?;
     let mut out = String::new();
-    for line in crate::report::headlines(&summary) {
+    for line in crate::report::headlines(&finished.summary) {
         out.push_str(&format!("- {}\n", line.replace("**", "")));
     }
-    out.push_str(&format!("report: {}\n", args.run_dir.join("report.html").display()));
+    out.push_str(&format!("report: {}\n", folder.path(RunFile::ReportHtml).display()));
     let mut stdout = std::io::stdout().lock();
     stdout
         .write_all(out.as_bytes())

@@ -65,7 +65,7 @@ pub(super) async fn run(args: Args) -> Result<(), CliError> {
     let outcome = experiment::run(&scenario, &options, stopper).await?;
     print(&render(&outcome.summary, &outcome.dir))?;
     match outcome.summary.status {
-        RunStatus::Completed => match &outcome.summary.gate {
+        RunStatus::Completed => match &outcome.verdict {
             Some(v) => {
                 print(&super::check::verdict_table(v))?;
                 super::check::exit_for(v, &outcome.dir)

@@ -3,7 +3,8 @@
 use std::io::Write;
 
 use crate::gateway::GatewayConfig;
-use crate::scenario::schema::{SchemaKind, generate};
+use crate::scenario::schema::render;
+use crate::scenario::{FaultsFile, ProfileFile, ScenarioFile};
 
 use super::CliError;
 
@@ -12,33 +13,24 @@ use super::CliError;
 pub struct Args {
     /// Which file format.
     #[arg(value_enum, default_value = "scenario")]
-    pub kind: Kind,
+    pub kind: Format,
 }
 
-/// Formats with a schema.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Kind {
-    /// Scenario files (`scenarios/*.toml`).
-    Scenario,
-    /// Profile and pool files (`mock-upstreams/*.toml`).
-    Profile,
-    /// Faults files and control API fault objects.
-    Faults,
-    /// Reference gateway policies (`gateway/*.toml`).
-    Gateway,
-    /// A run's `summary.json`.
-    Summary,
+pub use crate::located::Format;
+
+/// The draft 2020-12 schema of a format, pretty-printed with a trailing newline.
+pub fn generate(format: Format) -> String {
+    match format {
+        Format::Scenario => render::<ScenarioFile>(),
+        Format::Profile => render::<ProfileFile>(),
+        Format::Faults => render::<FaultsFile>(),
+        Format::Gateway => render::<GatewayConfig>(),
+        Format::Summary => render::<crate::report::SummaryFile>(),
+    }
 }
 
 pub(super) fn run(args: &Args) -> Result<(), CliError> {
-    let text = match args.kind {
-        Kind::Scenario => generate(SchemaKind::Scenario),
-        Kind::Profile => generate(SchemaKind::Profile),
-        Kind::Faults => generate(SchemaKind::Faults),
-        Kind::Gateway => GatewayConfig::schema(),
-        Kind::Summary => crate::scenario::schema::render::<crate::analysis::Summary>(),
-    };
     std::io::stdout()
-        .write_all(text.as_bytes())
+        .write_all(generate(args.kind).as_bytes())
         .map_err(|source| CliError::Io { context: "writing the schema".into(), source })
 }

@@ -5,7 +5,9 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use crate::gateway::GatewayConfig;
-use crate::scenario::{FileKind, Scenario, Source, faults_from_source, profile_from_source};
+use crate::scenario::{
+    Format, Scenario, ScenarioError, Source, detect_format, faults_from_source, profile_from_source,
+};
 
 use super::CliError;
 
@@ -17,20 +19,7 @@ pub struct Args {
     pub files: Vec<PathBuf>,
     /// Treat every file as this kind instead of detecting it from its keys.
     #[arg(long, value_enum)]
-    pub kind: Option<Kind>,
-}
-
-/// File kinds `validate` understands.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Kind {
-    /// A scenario.
-    Scenario,
-    /// A profile or pool.
-    Profile,
-    /// A faults file.
-    Faults,
-    /// A reference gateway policy.
-    Gateway,
+    pub kind: Option<Format>,
 }
 
 pub(super) fn run(args: &Args) -> Result<(), CliError> {
@@ -50,31 +39,35 @@ pub(super) fn run(args: &Args) -> Result<(), CliError> {
     if failed > 0 { Err(CliError::Invalid(failed)) } else { Ok(()) }
 }
 
-fn check(path: &std::path::Path, kind: Option<Kind>) -> Result<String, crate::scenario::ScenarioError> {
+fn check(path: &std::path::Path, kind: Option<Format>) -> Result<String, ScenarioError> {
     let src = Source::read(path)?;
-    if kind == Some(Kind::Gateway) || (kind.is_none() && GatewayConfig::looks_like(&src)) {
-        let policy = GatewayConfig::from_source(&src)?;
-        return Ok(format!("gateway policy `{}`", policy.name));
-    }
-    let kind = match kind {
-        Some(Kind::Scenario) => FileKind::Scenario,
-        Some(Kind::Profile) => FileKind::Profile,
-        Some(Kind::Faults) => FileKind::Faults,
-        Some(Kind::Gateway) | None => FileKind::detect(&src),
+    let format = match kind {
+        Some(k) => k,
+        None if GatewayConfig::looks_like(&src) => Format::Gateway,
+        None => detect_format(&src),
     };
-    match kind {
-        FileKind::Scenario => {
+    match format {
+        Format::Gateway => {
+            let policy = GatewayConfig::from_source(&src)?;
+            Ok(format!("gateway policy `{}`", policy.name))
+        }
+        Format::Scenario => {
             let s = Scenario::from_source(&src)?;
             Ok(format!("scenario `{}`, {} upstream(s), {} fault(s)", s.name, s.upstreams.len(), s.faults.len()))
         }
-        FileKind::Faults => {
+        Format::Faults => {
             let faults = faults_from_source(&src, None)?;
             Ok(format!("{} fault(s)", faults.len()))
         }
-        FileKind::Profile => {
+        Format::Profile => {
             let ups = profile_from_source(&src)?;
             let names: Vec<&str> = ups.iter().map(|u| u.name.as_str()).collect();
             Ok(if ups.len() == 1 { format!("profile `{}`", names[0]) } else { format!("pool: {}", names.join(", ")) })
         }
+        Format::Summary => Err(src.invalid(
+            "",
+            "summary.json, written by `chaos run`",
+            "a file you write (scenario, profile, faults, gateway); check a run with `chaos check RUN_DIR`",
+        )),
     }
 }

@@ -3,8 +3,6 @@
 //! progress view. Samples arrive by value over a channel; nothing here blocks the generator.
 
 use std::collections::VecDeque;
-use std::io::{BufWriter, Write};
-use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -13,7 +11,8 @@ use tokio::sync::mpsc;
 use super::Stopper;
 use crate::analysis::{Recorder, StageRecord, WindowSummary};
 use crate::clock::Clock;
-use crate::load::Sample;
+use crate::record::Sample;
+use crate::run_folder::{NdjsonAppender, RunFile, RunFolder};
 
 /// What the progress view shows, updated as windows close.
 #[derive(Clone, Debug, Default)]
@@ -32,18 +31,21 @@ pub type AbortRule = (f64, Duration, u64);
 /// Output files of the consumer.
 pub struct Outputs {
     /// `windows.ndjson`, written as windows close (survives a crash).
-    pub windows: BufWriter<std::fs::File>,
+    pub windows: NdjsonAppender,
     /// `samples.ndjson`: one line per logical request (the analysis joins attempts to it).
-    pub samples: BufWriter<std::fs::File>,
+    pub samples: NdjsonAppender,
     /// Keep every inter-token gap in the sample lines (they are in the histograms anyway).
     pub token_gaps: bool,
 }
 
 impl Outputs {
-    /// Opens the files in `dir`.
-    pub fn open(dir: &Path, token_gaps: bool) -> std::io::Result<Self> {
-        let file = |name: &str| std::fs::File::create(dir.join(name)).map(BufWriter::new);
-        Ok(Self { windows: file("windows.ndjson")?, samples: file("samples.ndjson")?, token_gaps })
+    /// Opens the logs of `folder`.
+    pub fn open(folder: &RunFolder, token_gaps: bool) -> std::io::Result<Self> {
+        Ok(Self {
+            windows: folder.appender(RunFile::Windows)?,
+            samples: folder.appender(RunFile::Samples)?,
+            token_gaps,
+        })
     }
 }
 
@@ -61,11 +63,8 @@ pub async fn consume(
     let mut recent: VecDeque<WindowSummary> = VecDeque::new();
     let mut on_windows = |windows: Vec<WindowSummary>, out: &mut Outputs| {
         for w in windows {
-            if let Ok(line) = serde_json::to_string(&w) {
-                let _ = writeln!(out.windows, "{line}");
-            }
-            let failed: u64 =
-                w.outcomes.iter().filter(|(k, _)| !matches!(k.as_str(), "ok" | "fallback")).map(|(_, v)| v).sum();
+            let _ = out.windows.append(&w);
+            let failed = w.failed();
             {
                 let mut l = live.lock().unwrap_or_else(|e| e.into_inner());
                 l.requests += w.requests;
@@ -80,12 +79,7 @@ pub async fn consume(
                 }
                 if recent.len() as u64 == span {
                     let requests: u64 = recent.iter().map(|w| w.requests).sum();
-                    let failed: u64 = recent
-                        .iter()
-                        .flat_map(|w| w.outcomes.iter())
-                        .filter(|(k, _)| !matches!(k.as_str(), "ok" | "fallback"))
-                        .map(|(_, v)| v)
-                        .sum();
+                    let failed: u64 = recent.iter().map(WindowSummary::failed).sum();
                     if requests >= min && failed as f64 > rate * requests as f64 {
                         stopper.stop(format!(
                             "abort: error rate {:.0} % above {:.0} % for {span} s ({failed} of {requests} requests failed)",
@@ -106,9 +100,7 @@ pub async fn consume(
                     if !out.token_gaps {
                         s.itl_us = Vec::new();
                     }
-                    if let Ok(line) = serde_json::to_string(&s) {
-                        let _ = writeln!(out.samples, "{line}");
-                    }
+                    let _ = out.samples.append(&s);
                 }
                 None => break,
             },

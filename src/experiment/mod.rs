@@ -5,30 +5,34 @@
 //! start the SUT and wait until it is ready; pick the load start `t0` and put the fault
 //! timeline on the clock from it; drive the load while the consumers record, the watchdog
 //! checks the SUT, the limits and the abort rules, and the progress view reports; then stop
-//! the SUT and the mocks, and write `summary.json`. Whatever stops the run early — Ctrl-C,
+//! the SUT and the mocks once, whatever happened, and finish (analyse → gate → render,
+//! [`finish`]). Whatever stops the run early — Ctrl-C,
 //! an abort rule, the SUT dying, a limit — the folder still gets a summary, marked
 //! `aborted` with the reason.
 
+mod base;
 pub mod dry_run;
-pub mod folder;
+pub mod finish;
 mod live;
 mod progress;
+mod watchdog;
 
-use std::io::BufRead;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use tokio::sync::{mpsc, watch};
 
-use crate::analysis::summary::{GeneratorSummary, Totals, outcome_map, stage_summary};
-use crate::analysis::{AttemptRef, OutcomeCounts, Recorder, RunStatus, SCHEMA_VERSION, Summary};
+use crate::analysis::{Recorder, StageRecord, Summary};
 use crate::clock::Clock;
+use crate::gate::Verdict;
 use crate::load::{self, LoadConfig, LoadError, LoadReport};
 use crate::mock::{MockError, MockOptions, MockPool};
+use crate::run_folder::{RunFile, RunFolder};
 use crate::scenario::{Load, Scenario};
 use crate::sut::{self, RunningSut, SutContext, SutError};
 
+pub use finish::{Finished, finish, gate_checks, refinish};
 pub use progress::ProgressMode;
 
 /// Why a run could not start or finish.
@@ -49,7 +53,10 @@ pub enum RunError {
     /// The fault timeline was refused.
     #[error("faults: {0}")]
     Faults(String),
-    /// The run folder.
+    /// A file of the run folder.
+    #[error("run folder: {0}")]
+    Folder(#[from] crate::run_folder::FolderError),
+    /// The run folder itself.
     #[error("run folder {}: {source}", path.display())]
     Io {
         /// Which file or folder.
@@ -143,6 +150,8 @@ pub struct RunOutcome {
     pub dir: PathBuf,
     /// What `summary.json` says.
     pub summary: Summary,
+    /// The gate verdict, when the scenario has `[[gate]]` checks.
+    pub verdict: Option<Verdict>,
 }
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> RunError + '_ {
@@ -151,6 +160,57 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> RunError + '_ {
 
 /// How long after the planned load start the first stage begins, so every user is up.
 const LEAD: Duration = Duration::from_millis(300);
+
+/// What a run has started and must stop, whatever happens: the mocks and (once started) the
+/// SUT. Shared with the watchdog and the progress view while the load runs; [`Started::stop`]
+/// is the one place both are stopped.
+struct Started {
+    pool: Arc<MockPool>,
+    sut: Option<Arc<tokio::sync::Mutex<RunningSut>>>,
+}
+
+impl Started {
+    /// Stops the SUT, then the mocks; returns the SUT's description. Every task that shared
+    /// them has ended by now.
+    async fn stop(self) -> Result<String, RunError> {
+        let mut description = String::new();
+        if let Some(sut) = self.sut {
+            match Arc::try_unwrap(sut) {
+                Ok(m) => {
+                    let running = m.into_inner();
+                    description = running.describe();
+                    running.stop().await;
+                }
+                Err(_) => tracing::warn!("the system under test is still shared; it stops when the harness exits"),
+            }
+        }
+        let pool = Arc::try_unwrap(self.pool).map_err(|_| RunError::Faults("mock pool still in use".into()))?;
+        pool.shutdown().await?;
+        Ok(description)
+    }
+}
+
+/// What the run is, for the steps that carry it out.
+struct Plan<'a> {
+    scenario: &'a Scenario,
+    options: &'a RunOptions,
+    load: &'a Load,
+    folder: &'a RunFolder,
+    run_id: &'a str,
+    started_at: SystemTime,
+    allow_remote: &'a [String],
+    clock: Clock,
+    stopper: &'a Stopper,
+}
+
+/// What the load phase left behind.
+struct Driven {
+    records: Vec<StageRecord>,
+    report: LoadReport,
+    t0_us: u64,
+    load_end_us: u64,
+    target: String,
+}
 
 /// Runs `scenario`. `stopper` ends it early (Ctrl-C); the run folder gets a summary either way.
 pub async fn run(scenario: &Scenario, options: &RunOptions, stopper: Stopper) -> Result<RunOutcome, RunError> {
@@ -161,360 +221,186 @@ pub async fn run(scenario: &Scenario, options: &RunOptions, stopper: Stopper) ->
     sut::precheck(scenario.sut.as_ref(), &allow_remote)?;
     let exclusive = crate::load::exclusive().await;
     let started_at = SystemTime::now();
-    let run_id = folder::run_id(started_at);
-    let dir = folder::create(options.out.as_deref(), &options.reports, &scenario.name, &run_id)
-        .map_err(io(&options.reports))?;
-    let run_id = dir.file_name().map_or(run_id, |n| n.to_string_lossy().into_owned());
-    write_inputs(scenario, &dir)?;
+    let folder =
+        RunFolder::create(options.out.as_deref(), &options.reports, &scenario.name, &run_folder_id(started_at))
+            .map_err(io(&options.reports))?;
+    let run_id =
+        folder.dir().file_name().map_or_else(|| run_folder_id(started_at), |n| n.to_string_lossy().into_owned());
+    write_inputs(scenario, &folder)?;
 
     let clock = Clock::start();
-    let mock_options = MockOptions {
-        seed: scenario.seed,
-        clock,
-        attempt_log: Some(dir.join("attempts.ndjson")),
-        event_log: Some(dir.join("events.ndjson")),
-        grace: Duration::from_secs(2),
-        admin: Some("127.0.0.1:0".parse().expect("a valid address")),
-        ..MockOptions::default()
-    };
-    let pool = MockPool::start(&scenario.upstreams, mock_options).await?;
+    let pool = MockPool::start(&scenario.upstreams, mock_options(scenario, clock, &folder)).await?;
     if let Some(admin) = pool.admin_uri() {
         tracing::info!(control = %admin, "mock control API (chaos fault --mock URL …)");
     }
-    let ctx = SutContext {
-        upstreams: scenario.upstreams.iter().zip(pool.upstreams()).map(|(u, m)| (u.name.clone(), m.uri())).collect(),
-        run_dir: dir.clone(),
-        allow_remote: allow_remote.clone(),
-        chaos_bin: options.chaos_bin.clone(),
+    let plan = Plan {
+        scenario,
+        options,
+        load: &load,
+        folder: &folder,
+        run_id: &run_id,
+        started_at,
+        allow_remote: &allow_remote,
+        clock,
+        stopper: &stopper,
     };
-    let mut running = match sut::start(scenario.sut.as_ref(), &ctx).await {
-        Ok(s) => s,
+    let mut started = Started { pool: Arc::new(pool), sut: None };
+    let driven = start_and_drive(&plan, &mut started, &exclusive).await;
+    let sut_description = started.stop().await;
+    let driven = driven?;
+    let sut_description = sut_description?;
+
+    let mut reason = stopper.reason();
+    if reason.is_none() && driven.report.hit_request_limit {
+        reason = Some(format!("limits.max_requests ({}) reached", scenario.limits.max_requests));
+    }
+    let attempts = folder.attempts().unwrap_or_else(|e| {
+        tracing::warn!("attempt log unreadable, attempts are not counted: {e}");
+        Vec::new()
+    });
+    let id = base::identity(scenario, &run_id, started_at, &driven.target, &sut_description);
+    let measured = base::Measured {
+        load: &load,
+        records: &driven.records,
+        report: &driven.report,
+        attempts: &attempts,
+        t0_us: driven.t0_us,
+        load_end_us: driven.load_end_us,
+        reason,
+    };
+    let base = base::measured(id, &measured);
+    let finished = match finish(&folder, base.clone(), &scenario.gate) {
+        Ok(f) => f,
         Err(e) => {
-            let _ = pool.shutdown().await;
-            return Err(e.into());
+            // The measured numbers still reach the folder; the analysis sections stay empty.
+            tracing::warn!("report not written: {e}");
+            let file = crate::report::SummaryFile { summary: base.clone(), gate: None };
+            folder.write_json(RunFile::Summary, &file)?;
+            Finished { summary: base, verdict: None }
         }
     };
+    Ok(RunOutcome { dir: folder.dir().to_path_buf(), summary: finished.summary, verdict: finished.verdict })
+}
+
+fn run_folder_id(at: SystemTime) -> String {
+    crate::run_folder::run_id(at)
+}
+
+fn mock_options(scenario: &Scenario, clock: Clock, folder: &RunFolder) -> MockOptions {
+    MockOptions {
+        seed: scenario.seed,
+        clock,
+        attempt_log: Some(folder.path(RunFile::Attempts)),
+        event_log: Some(folder.path(RunFile::Events)),
+        grace: Duration::from_secs(2),
+        admin: Some("127.0.0.1:0".parse().expect("a valid address")),
+        ..MockOptions::default()
+    }
+}
+
+/// Starts the SUT (into `started`, so it is stopped whatever happens next), waits until it is
+/// ready, puts the faults on the clock and drives the load.
+async fn start_and_drive(
+    plan: &Plan<'_>,
+    started: &mut Started,
+    exclusive: &load::Exclusive,
+) -> Result<Driven, RunError> {
+    let scenario = plan.scenario;
+    let ctx = SutContext {
+        upstreams: scenario
+            .upstreams
+            .iter()
+            .zip(started.pool.upstreams())
+            .map(|(u, m)| (u.name.clone(), m.uri()))
+            .collect(),
+        run_dir: plan.folder.dir().to_path_buf(),
+        allow_remote: plan.allow_remote.to_vec(),
+        chaos_bin: plan.options.chaos_bin.clone(),
+    };
+    let running = Arc::new(tokio::sync::Mutex::new(sut::start(scenario.sut.as_ref(), &ctx).await?));
+    started.sut = Some(running.clone());
     let ready_path = scenario.sut.as_ref().and_then(|s| s.ready.clone());
     let startup = scenario.sut.as_ref().map_or(Duration::from_secs(30), |s| s.startup_timeout.as_std());
-    let mut stop_rx = stopper.subscribe();
-    let ready = tokio::select! {
-        r = running.wait_ready(ready_path.as_deref(), startup) => r,
-        _ = stop_rx.wait_for(|s| *s) => Ok(()),
+    let mut stop_rx = plan.stopper.subscribe();
+    let ready = {
+        let mut sut = running.lock().await;
+        tokio::select! {
+            r = sut.wait_ready(ready_path.as_deref(), startup) => r,
+            _ = stop_rx.wait_for(|s| *s) => Ok(()),
+        }
     };
+    let target = running.lock().await.url();
     if let Err(e) = ready {
-        write_aborted(scenario, &dir, &run_id, started_at, &running, &e.to_string());
-        running.stop().await;
-        let _ = pool.shutdown().await;
+        let id = base::identity(scenario, plan.run_id, plan.started_at, &target, &running.lock().await.describe());
+        let _ = plan.folder.write_json(RunFile::Summary, &base::aborted(id, &e.to_string()));
         return Err(e.into());
     }
-    let target = running.url();
-    if let Err(e) = sut::check_target(&target, &allow_remote) {
-        running.stop().await;
-        let _ = pool.shutdown().await;
-        return Err(e.into());
-    }
-    tracing::info!(sut = %running.describe(), target = %target, "system under test ready");
+    sut::check_target(&target, plan.allow_remote)?;
+    tracing::info!(sut = %running.lock().await.describe(), target = %target, "system under test ready");
 
-    let t0_us = clock.now_us() + LEAD.as_micros() as u64;
+    let t0_us = plan.clock.now_us() + LEAD.as_micros() as u64;
     let mut faults = scenario.faults.clone();
-    crate::faults::ttl_expiry::expand_sut_url(&mut faults, &target);
-    if let Err(e) = pool.add_faults_at(faults, t0_us) {
-        running.stop().await;
-        let _ = pool.shutdown().await;
-        return Err(RunError::Faults(e.to_string()));
+    for f in &mut faults {
+        crate::faults::ttl_expiry::expand_sut_url(&mut f.fault, &target);
     }
+    started.pool.add_faults_at(faults, t0_us).map_err(|e| RunError::Faults(e.to_string()))?;
+    drive(plan, started, running, exclusive, target, t0_us, ready_path).await
+}
 
+/// Drives the load while the consumers record, the watchdog watches and the progress view
+/// reports; every task it starts has ended when it returns.
+async fn drive(
+    plan: &Plan<'_>,
+    started: &Started,
+    running: Arc<tokio::sync::Mutex<RunningSut>>,
+    exclusive: &load::Exclusive,
+    target: String,
+    t0_us: u64,
+    ready_path: Option<String>,
+) -> Result<Driven, RunError> {
+    let (scenario, clock, stopper) = (plan.scenario, plan.clock, plan.stopper);
     let live = Arc::new(Mutex::new(live::LiveStats::default()));
     let (tx, rx) = mpsc::channel(65_536);
-    let outputs = live::Outputs::open(&dir, options.token_gaps).map_err(io(&dir))?;
+    let outputs = live::Outputs::open(plan.folder, plan.options.token_gaps).map_err(io(plan.folder.dir()))?;
     let consumer = tokio::spawn(live::consume(
         rx,
-        Recorder::new(&load.stages, t0_us),
+        Recorder::new(&plan.load.stages, t0_us),
         outputs,
         clock,
         scenario.limits.abort_error_rate.map(|(r, w, m)| (r, w.as_std(), m)),
         stopper.clone(),
         live.clone(),
     ));
-    let running = Arc::new(tokio::sync::Mutex::new(running));
     let watchdog =
-        tokio::spawn(watchdog(running.clone(), scenario.clone(), ready_path.clone(), clock, t0_us, stopper.clone()));
-    let pool = Arc::new(pool);
-    let view = progress::spawn(options.progress, &load, clock, t0_us, live.clone(), pool.clone(), stopper.clone());
-
+        tokio::spawn(watchdog::watchdog(running, scenario.clone(), ready_path, clock, t0_us, stopper.clone()));
+    let view = progress::spawn(
+        plan.options.progress,
+        plan.load,
+        clock,
+        t0_us,
+        live.clone(),
+        started.pool.clone(),
+        stopper.clone(),
+    );
     let cfg = LoadConfig {
-        load: load.clone(),
+        load: plan.load.clone(),
         seed: scenario.seed,
         target: target.clone(),
         clock,
         t0_us,
         max_requests: scenario.limits.max_requests,
     };
-    let report = load::run(&exclusive, cfg, tx, stopper.subscribe()).await;
+    let report = load::run(exclusive, cfg, tx, stopper.subscribe()).await;
     let load_end_us = clock.now_us();
     let (records, _windows) = consumer.await.unwrap_or_default();
     watchdog.abort();
     let _ = watchdog.await; // an aborted task drops what it holds only once awaited
     view.finish().await;
-    let running = match Arc::try_unwrap(running) {
-        Ok(m) => m.into_inner(),
-        Err(_) => unreachable!("the watchdog was the only other owner and it has been aborted"),
-    };
-    let sut_description = running.describe();
-    running.stop().await;
-    let pool = Arc::try_unwrap(pool).map_err(|_| RunError::Faults("mock pool still in use".into()))?;
-    pool.shutdown().await?;
-    let report = report?;
-
-    let mut reason = stopper.reason();
-    if reason.is_none() && report.hit_request_limit {
-        reason = Some(format!("limits.max_requests ({}) reached", scenario.limits.max_requests));
-    }
-    let attempts = read_attempts(&dir.join("attempts.ndjson"));
-    let summary = build_summary(SummaryInput {
-        scenario,
-        run_id: &run_id,
-        started_at,
-        load: &load,
-        records: &records,
-        report: &report,
-        attempts: &attempts,
-        t0_us,
-        load_end_us,
-        target: &target,
-        sut: &sut_description,
-        reason,
-    });
-    folder::write_json(&dir.join("summary.json"), &summary).map_err(io(&dir))?;
-    // The analysis reads the folder back, as `chaos report` does: one path for both. If it
-    // fails, the measured summary above stays.
-    let summary = match crate::report::write(&dir) {
-        Ok(analysed) => analysed,
-        Err(e) => {
-            tracing::warn!("report not written: {e}");
-            summary
-        }
-    };
-    Ok(RunOutcome { dir, summary })
+    Ok(Driven { records, report: report?, t0_us, load_end_us, target })
 }
 
 /// The scenario as given and as resolved (absolute fault times), for the record.
-fn write_inputs(scenario: &Scenario, dir: &Path) -> Result<(), RunError> {
-    folder::write_atomic(&dir.join("scenario.toml"), scenario.text.as_bytes()).map_err(io(dir))?;
-    folder::write_json(&dir.join("resolved.json"), scenario).map_err(io(dir))
-}
-
-/// A summary for a run that ended before its load started.
-fn write_aborted(
-    scenario: &Scenario,
-    dir: &Path,
-    run_id: &str,
-    started_at: SystemTime,
-    sut: &RunningSut,
-    reason: &str,
-) {
-    let summary = Summary {
-        schema_version: SCHEMA_VERSION,
-        scenario: scenario.name.clone(),
-        scenario_file: scenario.path.display().to_string(),
-        run_id: run_id.to_string(),
-        seed: scenario.seed,
-        status: RunStatus::Aborted,
-        abort_reason: Some(reason.to_string()),
-        started_at: humantime::format_rfc3339_seconds(started_at).to_string(),
-        duration_s: 0.0,
-        time_scale: scenario.time_scale,
-        target: sut.url(),
-        sut: sut.describe(),
-        load_start_us: 0,
-        stages: Vec::new(),
-        totals: Totals {
-            requests: 0,
-            outcomes: outcome_map(&OutcomeCounts::default()),
-            upstream_attempts: 0,
-            attempts_per_request: None,
-        },
-        generator: GeneratorSummary { users: 0, issued: 0, lost_samples: 0 },
-        upstreams: scenario.upstreams.iter().map(|u| u.name.clone()).collect(),
-        faults: fault_windows(scenario),
-        sweep: None,
-        retry: None,
-        stampede: None,
-        recovery: Vec::new(),
-        failover: Vec::new(),
-        gate: None,
-    };
-    let _ = folder::write_json(&dir.join("summary.json"), &summary);
-}
-
-/// Checks, while the load runs, that the SUT is alive (and ready, if an abort rule says so)
-/// and that the run stays within `limits.max_duration`.
-async fn watchdog(
-    running: Arc<tokio::sync::Mutex<RunningSut>>,
-    scenario: Scenario,
-    ready_path: Option<String>,
-    clock: Clock,
-    t0_us: u64,
-    stopper: Stopper,
-) {
-    let client = sut::probe_client();
-    let max = scenario.max_duration().as_std();
-    let mut not_ready_since: Option<u64> = None;
-    let mut tick = tokio::time::interval(Duration::from_millis(250));
-    let mut n = 0u64;
-    loop {
-        tick.tick().await;
-        n += 1;
-        let now = clock.now_us();
-        if Duration::from_micros(now.saturating_sub(t0_us)) >= max {
-            stopper.stop(format!("limits.max_duration ({}) reached", scenario.max_duration()));
-        }
-        let mut sut = running.lock().await;
-        if let Some(status) = sut.exited() {
-            let tail = sut.log_tail();
-            let tail = if tail.is_empty() { String::new() } else { format!("; last log lines: {}", tail.join(" | ")) };
-            stopper.stop(format!("the system under test exited mid-run ({status}){tail}"));
-        }
-        if let (Some(limit), true) = (scenario.limits.abort_sut_not_ready_for, n.is_multiple_of(4)) {
-            match sut.ready_once(&client, ready_path.as_deref()).await {
-                Ok(()) => not_ready_since = None,
-                Err(e) => {
-                    let since = *not_ready_since.get_or_insert(now);
-                    if Duration::from_micros(now - since) >= limit.as_std() {
-                        stopper.stop(format!("abort: the system under test was not ready for {limit} ({e})"));
-                    }
-                }
-            }
-        }
-    }
-}
-
-/// The mock's attempts (time and request id), read back from its log.
-fn read_attempts(path: &Path) -> Vec<AttemptRef> {
-    #[derive(serde::Deserialize)]
-    struct A {
-        t_us: u64,
-        request_id: Option<String>,
-        marker_id: Option<String>,
-    }
-    let Ok(file) = std::fs::File::open(path) else { return Vec::new() };
-    std::io::BufReader::new(file)
-        .lines()
-        .map_while(Result::ok)
-        .filter_map(|l| serde_json::from_str::<A>(&l).ok())
-        .map(|a| AttemptRef {
-            t_us: a.t_us,
-            id: a.request_id.or(a.marker_id).as_deref().and_then(AttemptRef::parse_id),
-        })
-        .collect()
-}
-
-struct SummaryInput<'a> {
-    scenario: &'a Scenario,
-    run_id: &'a str,
-    started_at: SystemTime,
-    load: &'a Load,
-    records: &'a [crate::analysis::StageRecord],
-    report: &'a LoadReport,
-    attempts: &'a [AttemptRef],
-    t0_us: u64,
-    load_end_us: u64,
-    target: &'a str,
-    sut: &'a str,
-    reason: Option<String>,
-}
-
-fn build_summary(i: SummaryInput<'_>) -> Summary {
-    let us = |d: crate::scenario::Duration| u64::try_from(d.as_std().as_micros()).unwrap_or(u64::MAX);
-    // Each stage is measured from the end of its warm-up to its end, or to where the run stopped.
-    let spans: Vec<(u64, u64)> = i
-        .load
-        .stages
-        .iter()
-        .map(|s| {
-            let start = i.t0_us + us(s.start + s.warmup);
-            let end = (i.t0_us + us(s.end())).min(i.load_end_us.max(start));
-            (start, end)
-        })
-        .collect();
-    let times = || i.attempts.iter().map(|a| a.t_us);
-    let per_stage = crate::analysis::count_in_spans(times(), &spans);
-    let whole = crate::analysis::count_in_spans(times(), &[(i.t0_us, i.load_end_us.max(i.t0_us))])[0];
-    let ranges: Vec<Option<(u64, u64)>> = i.records.iter().map(|r| r.id_range).collect();
-    let by_id = crate::analysis::count_by_id(i.attempts, &ranges);
-    let mut total = OutcomeCounts::default();
-    let stages = i
-        .load
-        .stages
-        .iter()
-        .enumerate()
-        .map(|(k, stage)| {
-            let rec = &i.records[k];
-            for o in crate::load::Outcome::ALL {
-                total.0[o.index()] += rec.outcomes.get(o);
-            }
-            let measured_s = Duration::from_micros(spans[k].1 - spans[k].0).as_secs_f64();
-            let sched = i.report.stages.get(k).copied().unwrap_or_default();
-            stage_summary(stage, rec, &sched, i.report.users as u64, per_stage[k], by_id[k], measured_s)
-        })
-        .collect();
-    let requests = total.total();
-    Summary {
-        schema_version: SCHEMA_VERSION,
-        scenario: i.scenario.name.clone(),
-        scenario_file: i.scenario.path.display().to_string(),
-        run_id: i.run_id.to_string(),
-        seed: i.scenario.seed,
-        status: if i.reason.is_some() { RunStatus::Aborted } else { RunStatus::Completed },
-        abort_reason: i.reason,
-        started_at: humantime::format_rfc3339_seconds(i.started_at).to_string(),
-        duration_s: ((i.load_end_us.saturating_sub(i.t0_us)) as f64 / 1e6 * 1000.0).round() / 1000.0,
-        time_scale: i.scenario.time_scale,
-        target: i.target.to_string(),
-        sut: i.sut.to_string(),
-        load_start_us: i.t0_us,
-        stages,
-        totals: Totals {
-            requests,
-            outcomes: outcome_map(&total),
-            upstream_attempts: whole,
-            attempts_per_request: (requests > 0).then(|| (whole as f64 / requests as f64 * 1000.0).round() / 1000.0),
-        },
-        generator: GeneratorSummary {
-            users: i.report.users as u64,
-            issued: i.report.issued,
-            lost_samples: i.report.lost_samples,
-        },
-        upstreams: i.scenario.upstreams.iter().map(|u| u.name.clone()).collect(),
-        faults: fault_windows(i.scenario),
-        sweep: None,
-        retry: None,
-        stampede: None,
-        recovery: Vec::new(),
-        failover: Vec::new(),
-        gate: None,
-    }
-}
-
-/// The scenario's fault windows, seconds from the load start.
-fn fault_windows(scenario: &Scenario) -> Vec<crate::analysis::recovery::FaultWindow> {
-    scenario
-        .faults
-        .iter()
-        .map(|f| {
-            let env = f.fault.envelope();
-            let start = env.start.unwrap_or_default();
-            crate::analysis::recovery::FaultWindow {
-                name: f.name.clone(),
-                kind: f.fault.kind().to_string(),
-                start_s: start.as_std().as_secs_f64(),
-                end_s: env.duration.map(|d| (start + d).as_std().as_secs_f64()),
-                upstream: env.matches.upstream.clone(),
-                multiplier: match &f.fault {
-                    crate::faults::Fault::Latency(l) => l.multiplier,
-                    _ => None,
-                },
-            }
-        })
-        .collect()
+fn write_inputs(scenario: &Scenario, folder: &RunFolder) -> Result<(), RunError> {
+    folder.write(RunFile::ScenarioText, scenario.text.as_bytes())?;
+    Ok(folder.write_json(RunFile::Resolved, scenario)?)
 }

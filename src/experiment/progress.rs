@@ -99,12 +99,7 @@ pub fn spawn(
                 pool.faults().entries().iter().filter(|e| e.window.contains(now)).map(|e| e.name.to_string()).collect();
             let (rps, p95, err) = match &stats.last {
                 Some(w) => {
-                    let failed: u64 = w
-                        .outcomes
-                        .iter()
-                        .filter(|(k, _)| !matches!(k.as_str(), "ok" | "fallback"))
-                        .map(|(_, v)| v)
-                        .sum();
+                    let failed = w.failed();
                     let p95 = w.latency_ms.map_or("—".into(), |l| format!("{:.0} ms", l.p95));
                     let err = if w.requests > 0 { 100.0 * failed as f64 / w.requests as f64 } else { 0.0 };
                     (w.requests, p95, err)

@@ -5,7 +5,7 @@ use super::{
     Fault, HangFault, HangMode, LatencyFault, MalformedFault, MalformedMode, Match, OutageFault, RateLimitFault,
     ResetFault, ResetWhen, RetryAfter, StatusFault, TtlExpiryFault,
 };
-use crate::scenario::Duration;
+use crate::duration::Duration;
 
 impl Fault {
     /// Generations `multiplier` times slower.

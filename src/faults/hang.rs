@@ -6,7 +6,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::{Action, Problems, fault_spec};
-use crate::scenario::Duration;
+use crate::duration::Duration;
 
 /// How a request hangs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

@@ -3,7 +3,7 @@
 //! a slower provider, not a sleep in front of a fast one. The ramp scales the effect.
 
 use super::{Effect, Problems, fault_spec};
-use crate::scenario::Duration;
+use crate::duration::Duration;
 
 fault_spec! {
     /// Slower generations: `multiplier` on TTFT and inter-token time, `add` to TTFT,

@@ -9,7 +9,7 @@ use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::{Action, Problems, fault_spec};
-use crate::scenario::Duration;
+use crate::duration::Duration;
 
 fault_spec! {
     /// Answer with `code` (and a `Retry-After` when given).

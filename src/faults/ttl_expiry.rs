@@ -62,14 +62,13 @@ impl TtlExpiryFault {
 /// The placeholder a flush URL may start with in a scenario.
 pub const SUT_URL: &str = "{sut.url}";
 
-/// Fills `{sut.url}` in the flush hooks of `faults` with `origin` (a checked loopback origin).
-pub fn expand_sut_url(faults: &mut [crate::scenario::NamedFault], origin: &str) {
-    for f in faults {
-        if let crate::faults::Fault::TtlExpiry(t) = &mut f.fault
-            && let Some(url) = t.flush.as_mut().and_then(|h| h.http.as_mut())
-        {
-            *url = url.replace(SUT_URL, origin.trim_end_matches('/'));
-        }
+/// Fills `{sut.url}` in the flush hook of `fault` (when it is a `ttl_expiry` with an HTTP
+/// hook) with `origin` (a checked loopback origin).
+pub fn expand_sut_url(fault: &mut crate::faults::Fault, origin: &str) {
+    if let crate::faults::Fault::TtlExpiry(t) = fault
+        && let Some(url) = t.flush.as_mut().and_then(|h| h.http.as_mut())
+    {
+        *url = url.replace(SUT_URL, origin.trim_end_matches('/'));
     }
 }
 
@@ -87,7 +86,7 @@ pub fn is_loopback_http(url: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scenario::Duration;
+    use crate::duration::Duration;
 
     #[test]
     fn flush_urls_must_stay_on_loopback() {

@@ -1,6 +1,6 @@
 //! Gates: checks on summary metrics that turn a run into a CI exit code, and comparison with
-//! a baseline run. Pure functions over [`Summary`]; the CLI prints, writes `junit.xml` and
-//! picks the exit code.
+//! a baseline run. Pure functions over [`Summary`]; `report` renders the verdict (JUnit too)
+//! and the CLI picks the exit code.
 //!
 //! Metrics have dotted names from a fixed catalogue ([`METRICS`]), so an unknown name is a
 //! validation error with a suggestion, never a silent pass. Each metric knows which way is
@@ -12,125 +12,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::analysis::Summary;
 use crate::analysis::summary::{Percentiles, StageSummary};
+use crate::record::Outcome;
 
-/// Which way a metric gets worse.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Worse {
-    /// Larger is worse (latency, errors, amplification).
-    Higher,
-    /// Smaller is worse (throughput, valid rate, safe limit).
-    Lower,
-}
-
-/// One metric of the catalogue.
-#[derive(Clone, Copy, Debug)]
-pub struct Metric {
-    /// Dotted name.
-    pub name: &'static str,
-    /// What it is, with unit.
-    pub help: &'static str,
-    /// Whether `phase` may be given.
-    pub per_phase: bool,
-    /// Which way is worse.
-    pub worse: Worse,
-    /// Noisy (tolerance applies against a baseline) or exact (compared strictly).
-    pub noisy: bool,
-}
-
-const fn m(name: &'static str, help: &'static str, per_phase: bool, worse: Worse, noisy: bool) -> Metric {
-    Metric { name, help, per_phase, worse, noisy }
-}
-
-/// Every metric a gate can check.
-pub const METRICS: &[Metric] = &[
-    m("latency.p50_ms", "median latency, ms (overall: the worst stage)", true, Worse::Higher, true),
-    m("latency.p90_ms", "p90 latency, ms", true, Worse::Higher, true),
-    m("latency.p95_ms", "p95 latency, ms", true, Worse::Higher, true),
-    m("latency.p99_ms", "p99 latency, ms", true, Worse::Higher, true),
-    m("latency.max_ms", "largest latency, ms", true, Worse::Higher, true),
-    m("ttft.p50_ms", "median time to first token, ms (streams)", true, Worse::Higher, true),
-    m("ttft.p95_ms", "p95 time to first token, ms (streams)", true, Worse::Higher, true),
-    m("ttft.p99_ms", "p99 time to first token, ms (streams)", true, Worse::Higher, true),
-    m("throughput.rps", "achieved requests per second (overall: requests / load duration)", true, Worse::Lower, true),
-    m("outcomes.valid_rate", "share of requests answered `ok`", true, Worse::Lower, false),
-    m("outcomes.error_rate", "share of requests failed (neither ok nor fallback)", true, Worse::Higher, false),
-    m(
-        "retry.amplification",
-        "upstream attempts per client request (per phase: joined by id)",
-        true,
-        Worse::Higher,
-        false,
-    ),
-    m("retry.amplification.max_window", "largest attempts/requests over 1 s windows", false, Worse::Higher, false),
-    m(
-        "retry.immediate_share",
-        "share of retries sent within 50 ms of the previous answer",
-        false,
-        Worse::Higher,
-        false,
-    ),
-    m("retry.retry_after_violations", "retries sooner than the Retry-After sent", false, Worse::Higher, false),
-    m("retry.non_retryable_retries", "retries of 400/401/403/404/413/422", false, Worse::Higher, false),
-    m("retry.orphan_attempts", "upstream attempts after the client was done", false, Worse::Higher, false),
-    m(
-        "recovery.seconds",
-        "seconds to recover after a fault window (the slowest; did not recover fails)",
-        false,
-        Worse::Higher,
-        true,
-    ),
-    m(
-        "failover.seconds",
-        "seconds until a faulted upstream got < 5 % of attempts (the slowest)",
-        false,
-        Worse::Higher,
-        true,
-    ),
-    m("stampede.max_fanin", "most upstream fetches for one key after a TTL expiry", false, Worse::Higher, false),
-    m("sweep.knee.load", "load at the knee (users or req/s)", false, Worse::Lower, true),
-    m("sweep.knee.rps", "throughput at the knee, req/s", false, Worse::Lower, true),
-    m("sweep.safe_limit.load", "80 % of the knee (users or req/s)", false, Worse::Lower, true),
-    m("sweep.safe_limit.rps", "throughput at the safe limit, req/s", false, Worse::Lower, true),
-    m("requests", "client requests completed", true, Worse::Lower, true),
-];
-
-/// Looks a metric up by name.
-pub fn metric(name: &str) -> Option<&'static Metric> {
-    METRICS.iter().find(|m| m.name == name)
-}
-
-/// `[[gate]]` in a scenario: one check.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct GateCheck {
-    /// A name for the check (default: the metric, phase and bound).
-    pub name: Option<String>,
-    /// Dotted metric name, e.g. `latency.p95_ms` (see the README's metric table).
-    pub metric: String,
-    /// A phase or sweep step; absent: the whole run.
-    pub phase: Option<String>,
-    /// The metric must be at most this.
-    pub max: Option<f64>,
-    /// The metric must be at least this.
-    pub min: Option<f64>,
-}
-
-impl GateCheck {
-    /// The name shown in tables and JUnit.
-    pub fn label(&self) -> String {
-        if let Some(n) = &self.name {
-            return n.clone();
-        }
-        let scope = self.phase.as_ref().map_or(String::new(), |p| format!(" [{p}]"));
-        let bounds = match (self.min, self.max) {
-            (Some(lo), Some(hi)) => format!(" in {lo}..{hi}"),
-            (Some(lo), None) => format!(" >= {lo}"),
-            (None, Some(hi)) => format!(" <= {hi}"),
-            (None, None) => String::new(),
-        };
-        format!("{}{scope}{bounds}", self.metric)
-    }
-}
+pub use crate::scenario::gate::{GateCheck, METRICS, Metric, Worse, metric};
 
 /// The result of one check.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -195,14 +79,15 @@ pub fn value(s: &Summary, name: &str, phase: Option<&str>) -> Option<f64> {
         return s.stages.iter().find(|st| st.name == p).and_then(|st| stage_value(st, name));
     }
     let t = &s.totals;
-    let share = |names: &[&str]| {
+    let share = |outcomes: &[Outcome]| {
         (t.requests > 0).then(|| {
-            names.iter().map(|n| t.outcomes.get(*n).copied().unwrap_or(0)).sum::<u64>() as f64 / t.requests as f64
+            outcomes.iter().map(|o| t.outcomes.get(o.as_str()).copied().unwrap_or(0)).sum::<u64>() as f64
+                / t.requests as f64
         })
     };
     match name {
-        "outcomes.valid_rate" => share(&["ok"]),
-        "outcomes.error_rate" => share(&["ok", "fallback"]).map(|ok| 1.0 - ok),
+        "outcomes.valid_rate" => share(&[Outcome::Ok]),
+        "outcomes.error_rate" => share(&[Outcome::Ok, Outcome::Fallback]).map(|ok| 1.0 - ok),
         "throughput.rps" => (s.duration_s > 0.0).then(|| t.requests as f64 / s.duration_s),
         "requests" => Some(t.requests as f64),
         "retry.amplification" => s.retry.as_ref().map(|r| r.amplification.overall).or(t.attempts_per_request),
@@ -233,7 +118,8 @@ pub fn value(s: &Summary, name: &str, phase: Option<&str>) -> Option<f64> {
     }
 }
 
-fn show(v: f64) -> String {
+/// A metric value in words: whole numbers without decimals, `never` for infinity.
+pub fn show(v: f64) -> String {
     if v.is_infinite() {
         "never".into()
     } else if v.fract() == 0.0 && v.abs() < 1e12 {
@@ -324,32 +210,6 @@ pub fn compare(s: &Summary, baseline: &Summary, metrics: &[(String, Option<Strin
     Verdict::from(checks)
 }
 
-/// The verdict as JUnit XML: one test case per check, so CI systems show it natively.
-pub fn junit(suite: &str, v: &Verdict) -> String {
-    let esc = crate::report::doc::escape;
-    let failures = v.checks.iter().filter(|c| !c.passed).count();
-    let mut out = format!(
-        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n<testsuite name=\"chaos: {}\" tests=\"{}\" failures=\"{failures}\">\n",
-        esc(suite),
-        v.checks.len()
-    );
-    for c in &v.checks {
-        out.push_str(&format!("  <testcase classname=\"chaos.gate\" name=\"{}\"", esc(&c.name)));
-        if c.passed {
-            out.push_str("/>\n");
-        } else {
-            out.push_str(&format!(
-                ">\n    <failure message=\"{}\">measured {}, expected {}</failure>\n  </testcase>\n",
-                esc(c.reason.as_deref().unwrap_or("failed")),
-                c.value.map_or("nothing".into(), show),
-                esc(&c.expected)
-            ));
-        }
-    }
-    out.push_str("</testsuite>\n</testsuites>\n");
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -419,37 +279,5 @@ mod tests {
         amplified.retry.as_mut().unwrap().amplification.overall += 0.01;
         let v = compare(&amplified, &base, &metrics, 0.5);
         assert!(!v.passed, "ratios are strict whatever the tolerance: {v:?}");
-    }
-
-    #[test]
-    fn junit_has_one_testcase_per_check_and_escapes() {
-        let v = Verdict {
-            passed: false,
-            checks: vec![
-                CheckResult {
-                    name: "a <= 1".into(),
-                    metric: "a".into(),
-                    phase: None,
-                    value: Some(2.0),
-                    expected: "<= 1".into(),
-                    passed: false,
-                    reason: Some("2 > 1".into()),
-                },
-                CheckResult {
-                    name: "b".into(),
-                    metric: "b".into(),
-                    phase: None,
-                    value: Some(0.0),
-                    expected: "<= 1".into(),
-                    passed: true,
-                    reason: None,
-                },
-            ],
-        };
-        let x = junit("s&t", &v);
-        assert!(x.contains("<testsuite name=\"chaos: s&amp;t\" tests=\"2\" failures=\"1\">"), "{x}");
-        assert!(x.contains("<testcase classname=\"chaos.gate\" name=\"a &lt;= 1\">"), "{x}");
-        assert!(x.contains("<failure message=\"2 &gt; 1\">measured 2, expected &lt;= 1</failure>"), "{x}");
-        assert!(x.contains("<testcase classname=\"chaos.gate\" name=\"b\"/>"), "{x}");
     }
 }

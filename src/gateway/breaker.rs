@@ -112,7 +112,7 @@ impl Breaker {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scenario::Duration as D;
+    use crate::duration::Duration as D;
 
     fn cfg() -> BreakerConfig {
         BreakerConfig {

@@ -135,7 +135,7 @@ pub fn key(body: &serde_json::Value) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scenario::Duration as D;
+    use crate::duration::Duration as D;
     use serde_json::json;
     use std::sync::Arc;
     use std::sync::atomic::{AtomicU32, Ordering};

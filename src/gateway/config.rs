@@ -8,7 +8,8 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::scenario::{Duration, ScenarioError, Source};
+use crate::duration::Duration;
+use crate::located::{Problems, ScenarioError, Source};
 
 /// The naive policy, as shipped.
 pub const NAIVE: &str = include_str!("../../gateway/naive.toml");
@@ -288,15 +289,7 @@ impl GatewayConfig {
     /// A policy from text (`origin` names it in errors).
     pub fn from_source(src: &Source) -> Result<Self, ScenarioError> {
         let cfg: Self = src.parse()?;
-        let problems = cfg.problems();
-        let errors: Vec<ScenarioError> =
-            problems.into_iter().map(|(k, found, expected)| src.invalid(&k, found, expected)).collect();
-        ScenarioError::from_list(errors).map_or(Ok(cfg), Err)
-    }
-
-    /// The JSON Schema of policy files (`chaos schema gateway`).
-    pub fn schema() -> String {
-        crate::scenario::schema::render::<Self>()
+        ScenarioError::from_list(cfg.problems().located(src, "")).map_or(Ok(cfg), Err)
     }
 
     /// Whether `src` looks like a policy file: it has a gateway section, or sits under `gateway/`.
@@ -317,11 +310,11 @@ impl GatewayConfig {
         Self::from_source(&Source::new(format!("gateway/{name}.toml"), text)).ok()
     }
 
-    fn problems(&self) -> Vec<(String, String, String)> {
-        let mut out = Vec::new();
+    fn problems(&self) -> Problems {
+        let mut out = Problems::default();
         let mut share = |key: &str, v: f64| {
             if !(0.0..=1.0).contains(&v) {
-                out.push((key.to_string(), v.to_string(), "a number from 0 to 1".to_string()));
+                out.push(key, v.to_string(), "a number from 0 to 1");
             }
         };
         share("breaker.failure_rate", self.breaker.failure_rate);
@@ -331,25 +324,21 @@ impl GatewayConfig {
             share("routing.ejection.failure_rate", e.failure_rate);
         }
         if !(0.0..=0.5).contains(&self.cache.jitter) {
-            out.push(("cache.jitter".into(), self.cache.jitter.to_string(), "a fraction from 0 to 0.5".into()));
+            out.push("cache.jitter", self.cache.jitter.to_string(), "a fraction from 0 to 0.5");
         }
         if self.client.pool_size == 0 {
-            out.push(("client.pool_size".into(), "0".into(), "an integer ≥ 1".into()));
+            out.push("client.pool_size", "0", "an integer ≥ 1");
         }
         if self.limit.max_concurrent == Some(0) {
-            out.push(("limit.max_concurrent".into(), "0".into(), "an integer ≥ 1 (omit for no limit)".into()));
+            out.push("limit.max_concurrent", "0", "an integer ≥ 1 (omit for no limit)");
         }
         if let Some(b) = &self.retry.budget
             && !(0.0..=1000.0).contains(&b.percent)
         {
-            out.push(("retry.budget.percent".into(), b.percent.to_string(), "a percentage from 0 to 1000".into()));
+            out.push("retry.budget.percent", b.percent.to_string(), "a percentage from 0 to 1000");
         }
         if self.routing.ejection.is_some() && self.routing.mode == RoutingMode::First {
-            out.push((
-                "routing.ejection".into(),
-                "ejection with mode = \"first\"".into(),
-                "mode = \"health_aware\"".into(),
-            ));
+            out.push("routing.ejection", "ejection with mode = \"first\"", "mode = \"health_aware\"");
         }
         out
     }

@@ -134,8 +134,8 @@ impl tower::retry::Policy<Call, Answer, BoxError> for RetryPolicy {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::duration::Duration as D;
     use crate::gateway::config::{Backoff, RetryBudget};
-    use crate::scenario::Duration as D;
 
     fn hardened() -> RetryPolicy {
         RetryPolicy::new(RetryConfig {

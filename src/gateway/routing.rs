@@ -82,7 +82,7 @@ impl Router {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scenario::Duration as D;
+    use crate::duration::Duration as D;
     use std::time::Duration;
 
     fn health_aware(min_healthy: u32) -> RoutingConfig {

@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use bytes::{Buf, BytesMut};
 
-use super::sample::Outcome;
+use crate::record::Outcome;
 use crate::scenario::load::{Api, FallbackMatch};
 
 /// What reading one answer found.

@@ -11,7 +11,6 @@
 
 mod answer;
 pub mod prompts;
-pub mod sample;
 pub mod schedule;
 
 use std::sync::Arc;
@@ -24,8 +23,8 @@ use rand::RngExt;
 use reqwest::header::{CONTENT_TYPE, HeaderName, HeaderValue, RETRY_AFTER};
 use tokio::sync::{mpsc, watch};
 
+pub use crate::record::{Outcome, Sample};
 pub use prompts::Prompts;
-pub use sample::{Outcome, Sample};
 pub use schedule::{Schedule, StageSchedule, Ticket};
 
 use crate::clock::Clock;

@@ -131,7 +131,7 @@ impl Schedule {
     /// The schedule for `stages` (times from the load start), starting at `t0_us` on the run
     /// clock, seeded with `seed`, allowing at most `max_requests` requests.
     pub fn new(stages: &[Stage], t0_us: u64, seed: u64, max_requests: u64) -> Self {
-        let us = |d: crate::scenario::Duration| u64::try_from(d.as_std().as_micros()).unwrap_or(u64::MAX);
+        let us = |d: crate::duration::Duration| u64::try_from(d.as_std().as_micros()).unwrap_or(u64::MAX);
         let planned: Vec<Planned> = stages
             .iter()
             .map(|s| Planned { start_us: t0_us + us(s.start), end_us: t0_us + us(s.end()), level: s.level })

@@ -31,7 +31,7 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 use super::events::{Event, EventKind};
-use super::service::Shared;
+use super::state::Shared;
 use super::timeline::TimelineError;
 use crate::faults::{Entry, Fault, Timeline};
 use crate::scenario::NamedFault;
@@ -154,11 +154,8 @@ fn remove(shared: &Shared, name: &str) -> Reply {
 fn timeline_error(e: &TimelineError) -> Reply {
     match e {
         TimelineError::Invalid { name, problems } => {
-            let list: Vec<Value> = problems
-                .0
-                .iter()
-                .map(|(k, found, expected)| json!({"key": k, "found": found, "expected": expected}))
-                .collect();
+            let list: Vec<Value> =
+                problems.0.iter().map(|p| json!({"key": p.key, "found": p.found, "expected": p.expected})).collect();
             error(StatusCode::BAD_REQUEST, &e.to_string(), json!({"fault": name, "problems": list}))
         }
         TimelineError::Duplicate(_) => error(StatusCode::CONFLICT, &e.to_string(), Value::Null),
@@ -245,12 +242,7 @@ fn error(status: StatusCode, message: &str, details: Value) -> Reply {
 }
 
 fn ndjson<'a, T: Serialize + 'a>(records: impl Iterator<Item = &'a T>) -> Reply {
-    let mut out = Vec::new();
-    for r in records {
-        let _ = serde_json::to_writer(&mut out, r);
-        out.push(b'\n');
-    }
-    let mut r = Response::new(Full::new(Bytes::from(out)));
+    let mut r = Response::new(Full::new(super::headers::ndjson_bytes(records)));
     r.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/x-ndjson"));
     r
 }

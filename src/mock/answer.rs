@@ -4,23 +4,27 @@
 //! correlated expiry when a `ttl_expiry` fault says so.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use hyper::header::{CACHE_CONTROL, CONTENT_TYPE, EXPIRES, HeaderMap, HeaderName, HeaderValue, RETRY_AFTER};
-use hyper::{Response, StatusCode};
+use hyper::Response;
+use hyper::header::{CONTENT_TYPE, HeaderValue};
 
+use super::admit::{admit, pause};
 use super::attempts::Decision;
 use super::body::{Abort, End, Framing, MockBody, Paced, StreamFault, TokenStream};
 use super::conn::ConnCtl;
+use super::headers::{finish_headers, refuse, response, retry_after, sse_headers};
+use super::ids::ResponseIds;
 use super::latency::Plan;
 use super::provider_error::{Flavor, ProviderError};
-use super::rate_limit::{RateDecision, push_reset_text};
+use super::rate_limit::RateDecision;
 use super::request::{self, Api, ChatRequest};
-use super::service::{AttemptGuard, Outcome, UpstreamState, admit, pause};
+use super::service::Outcome;
+use super::state::AttemptGuard;
 use super::{anthropic, embeddings, openai};
 use crate::faults::{Action, Entry, Fault, HangMode, MalformedMode, RequestFacts, ResetWhen, Verdict};
-use crate::seed::{mix, rng_for};
+use crate::seed::rng_for;
 use crate::words::Words;
 
 /// The `x-chaos-fault` header: one fault, as JSON, applied to this request only. `Err` says
@@ -43,9 +47,7 @@ pub(crate) fn header_fault(guard: &AttemptGuard, value: Option<HeaderValue>) -> 
         })?;
     let problems = fault.problems();
     if !problems.is_empty() {
-        let list: Vec<String> =
-            problems.0.into_iter().map(|(k, found, exp)| format!("`{k}` is {found}, expected {exp}")).collect();
-        return Err(format!("x-chaos-fault: {}", list.join("; ")));
+        return Err(format!("x-chaos-fault: {problems}"));
     }
     Ok(Some(Box::new(Entry::new("x-chaos-fault", fault.untimed(), guard.t_us()))))
 }
@@ -374,204 +376,6 @@ fn split(body: &Bytes, n: u32) -> Vec<Bytes> {
     let n = (n as usize).clamp(1, body.len().max(1));
     let size = body.len().div_ceil(n);
     (0..body.len()).step_by(size.max(1)).map(|start| body.slice(start..(start + size).min(body.len()))).collect()
-}
-
-/// Response ids derived from (seed, upstream, arrival index), so reruns produce the same ids.
-pub(crate) struct ResponseIds {
-    n: u64,
-    created: u64,
-}
-
-impl ResponseIds {
-    fn new(state: &UpstreamState, index: u64, at: Instant) -> Self {
-        Self { n: mix(state.shared.seed, state.stream_key, index), created: state.shared.clock.unix_secs_at(at) }
-    }
-
-    /// `chatcmpl-…` or `msg_…`.
-    fn id(&self, api: Api) -> String {
-        self.id_text(api).to_string()
-    }
-
-    /// The id without allocating: `chatcmpl-` + 16 hex digits, or `msg_` + 16 hex digits.
-    fn id_text(&self, api: Api) -> IdText {
-        let mut text = IdText { bytes: *b"chatcmpl-0000000000000000", start: 0 };
-        if api == Api::Messages {
-            text.start = 5;
-            text.bytes[5..9].copy_from_slice(b"msg_");
-        }
-        text.bytes[9..].copy_from_slice(&hex16(self.n));
-        text
-    }
-
-    /// The `x-request-id` / `request-id` header value `req_…`.
-    fn request_header(&self) -> Option<HeaderValue> {
-        let mut text = *b"req_0000000000000000";
-        text[4..].copy_from_slice(&hex16(self.n));
-        HeaderValue::from_bytes(&text).ok()
-    }
-}
-
-fn hex16(n: u64) -> [u8; 16] {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    std::array::from_fn(|i| DIGITS[((n >> ((15 - i) * 4)) & 0xf) as usize])
-}
-
-/// A response id on the stack.
-struct IdText {
-    bytes: [u8; 25],
-    start: usize,
-}
-
-impl std::ops::Deref for IdText {
-    type Target = str;
-
-    fn deref(&self) -> &str {
-        // Only ASCII is ever written into `bytes`.
-        std::str::from_utf8(&self.bytes[self.start..]).unwrap_or_default()
-    }
-}
-
-/// An error answer, recorded with `decision`.
-pub(crate) fn refuse(
-    guard: &mut AttemptGuard,
-    decision: Decision,
-    err: ProviderError,
-    flavor: Flavor,
-) -> Response<MockBody> {
-    guard.decided(decision, err.status);
-    let status = StatusCode::from_u16(err.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    // Refusals are recorded when the caller drops the guard, just before sending.
-    let mut resp = Response::new(MockBody::full(err.body(flavor), None));
-    *resp.status_mut() = status;
-    resp.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    guard.finish();
-    resp
-}
-
-pub(crate) fn retry_after(headers: &mut HeaderMap, guard: &mut AttemptGuard, wait: Duration) {
-    let ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX).max(1);
-    guard.attempt().retry_after_ms = Some(ms);
-    headers.insert(RETRY_AFTER, HeaderValue::from(ms.div_ceil(1000)));
-    headers.insert(HeaderName::from_static("retry-after-ms"), HeaderValue::from(ms));
-}
-
-/// Room for every header a faulted answer can carry, so the map is allocated once.
-const HEADER_ROOM: usize = 12;
-
-/// A response whose header map is sized once when many headers will follow (rate limits,
-/// expiry); otherwise the default map, which allocates nothing until the first insert.
-fn response(body: MockBody, many_headers: bool) -> Response<MockBody> {
-    let mut resp = Response::new(body);
-    if many_headers {
-        *resp.headers_mut() = HeaderMap::with_capacity(HEADER_ROOM);
-    }
-    resp
-}
-
-pub(crate) fn json(status: StatusCode, body: Bytes, guard: Option<AttemptGuard>) -> Response<MockBody> {
-    let mut resp = response(MockBody::full(body, guard), false);
-    *resp.status_mut() = status;
-    resp.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    resp
-}
-
-fn sse_headers(h: &mut HeaderMap) {
-    h.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream; charset=utf-8"));
-    h.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-}
-
-fn finish_headers(
-    h: &mut HeaderMap,
-    state: &UpstreamState,
-    flavor: Flavor,
-    ids: &ResponseIds,
-    limits: Option<&RateDecision>,
-    expires_us: Option<u64>,
-) {
-    let name = match flavor {
-        Flavor::OpenAi => "x-request-id",
-        Flavor::Anthropic => "request-id",
-    };
-    if let Some(v) = ids.request_header() {
-        h.insert(HeaderName::from_static(name), v);
-    }
-    rate_headers(h, flavor, limits);
-    if let Some(at_us) = expires_us {
-        cache_headers(h, state, at_us);
-    }
-}
-
-/// `Cache-Control: max-age` and `Expires` that make this response expire at `at_us` (rounded
-/// down to whole seconds, so no cache keeps it past the shared instant). Every response of a
-/// window shares one `Expires` value, so it is formatted once per instant.
-fn cache_headers(h: &mut HeaderMap, state: &UpstreamState, at_us: u64) {
-    let clock = &state.shared.clock;
-    let max_age = at_us.saturating_sub(clock.now_us()) / 1_000_000;
-    let mut digits = itoa::Buffer::new();
-    let mut value = Vec::with_capacity(28);
-    value.extend_from_slice(b"max-age=");
-    value.extend_from_slice(digits.format(max_age).as_bytes());
-    if let Ok(v) = HeaderValue::from_bytes(&value) {
-        h.insert(CACHE_CONTROL, v);
-    }
-    let mut cached = state.expires.lock().unwrap_or_else(|e| e.into_inner());
-    if cached.as_ref().is_none_or(|(at, _)| *at != at_us) {
-        let when = UNIX_EPOCH + Duration::from_secs(clock.unix_secs_at(clock.instant_at(at_us)));
-        *cached = HeaderValue::from_str(&httpdate::fmt_http_date(when)).ok().map(|v| (at_us, v));
-    }
-    if let Some((_, v)) = cached.as_ref() {
-        h.insert(EXPIRES, v.clone());
-    }
-}
-
-/// Rate-limit header names, per flavour and bucket: (limit, remaining, reset). `const`, so
-/// no request pays for validating them.
-const RATE_HEADERS: [[[HeaderName; 3]; 2]; 2] = [
-    [
-        [
-            HeaderName::from_static("x-ratelimit-limit-requests"),
-            HeaderName::from_static("x-ratelimit-remaining-requests"),
-            HeaderName::from_static("x-ratelimit-reset-requests"),
-        ],
-        [
-            HeaderName::from_static("x-ratelimit-limit-tokens"),
-            HeaderName::from_static("x-ratelimit-remaining-tokens"),
-            HeaderName::from_static("x-ratelimit-reset-tokens"),
-        ],
-    ],
-    [
-        [
-            HeaderName::from_static("anthropic-ratelimit-requests-limit"),
-            HeaderName::from_static("anthropic-ratelimit-requests-remaining"),
-            HeaderName::from_static("anthropic-ratelimit-requests-reset"),
-        ],
-        [
-            HeaderName::from_static("anthropic-ratelimit-tokens-limit"),
-            HeaderName::from_static("anthropic-ratelimit-tokens-remaining"),
-            HeaderName::from_static("anthropic-ratelimit-tokens-reset"),
-        ],
-    ],
-];
-
-pub(crate) fn rate_headers(h: &mut HeaderMap, flavor: Flavor, limits: Option<&RateDecision>) {
-    let Some(d) = limits else { return };
-    let names = &RATE_HEADERS[usize::from(flavor == Flavor::Anthropic)];
-    for (names, view) in names.iter().zip([d.requests, d.tokens]) {
-        let Some(v) = view else { continue };
-        let mut reset = Vec::with_capacity(24);
-        match flavor {
-            Flavor::OpenAi => push_reset_text(&mut reset, v.reset),
-            Flavor::Anthropic => {
-                let when = humantime::format_rfc3339_seconds(std::time::SystemTime::now() + v.reset);
-                reset.extend_from_slice(when.to_string().as_bytes());
-            }
-        }
-        h.insert(names[0].clone(), HeaderValue::from(v.limit));
-        h.insert(names[1].clone(), HeaderValue::from(v.remaining));
-        if let Ok(reset) = HeaderValue::from_bytes(&reset) {
-            h.insert(names[2].clone(), reset);
-        }
-    }
 }
 
 #[cfg(test)]

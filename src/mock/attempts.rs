@@ -16,136 +16,12 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
-
-use super::request::Api;
 use crate::faults::Applied;
+pub use crate::record::{Api, Decision};
 
-/// What the mock decided to do with a request.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Decision {
-    /// Served normally.
-    Ok,
-    /// Refused with 400 (invalid JSON, missing fields).
-    BadRequest,
-    /// Unknown path (404).
-    NotFound,
-    /// Known path, wrong method (405).
-    MethodNotAllowed,
-    /// Body over the limit (413).
-    TooLarge,
-    /// Refused by the rpm/tpm buckets (429).
-    RateLimited,
-    /// Slots and queue full (429/503/529 as the profile says).
-    Overflow,
-    /// A `status` fault answered.
-    FaultStatus,
-    /// A `hang` fault held the request.
-    Hang,
-    /// A `reset` fault reset the connection.
-    Reset,
-    /// A `malformed` fault spoiled the answer.
-    Malformed,
-    /// The upstream went into an outage while the request was in flight.
-    Outage,
-    /// The `x-chaos-fault` header was invalid or not allowed (400).
-    BadFaultHeader,
-}
-
-/// One request as the mock saw it.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Attempt {
-    /// Arrival time, µs since the run clock's epoch.
-    pub t_us: u64,
-    /// Upstream that received it.
-    pub upstream: Arc<str>,
-    /// Arrival index at that upstream (0-based); keys the request's decision RNG.
-    pub index: u64,
-    /// API the path belongs to.
-    pub api: Api,
-    /// `x-chaos-request-id` header.
-    pub request_id: Option<String>,
-    /// Id from a `[chaos:ID]` marker in the last user message.
-    pub marker_id: Option<String>,
-    /// `x-request-id` header.
-    pub x_request_id: Option<String>,
-    /// `x-stainless-retry-count` header (OpenAI/Anthropic SDK retries).
-    pub stainless_retry_count: Option<u32>,
-    /// `x-envoy-attempt-count` header (Envoy retries).
-    pub envoy_attempt_count: Option<u32>,
-    /// `x-chaos-attempt` header (reference gateway retries).
-    pub chaos_attempt: Option<u32>,
-    /// Hash of the prompt with markers removed (the cache key); 16 hex digits in JSON.
-    #[serde(with = "hex_hash")]
-    pub prompt_hash: Option<u64>,
-    /// Model requested.
-    pub model: Option<Arc<str>>,
-    /// Streaming request.
-    pub stream: bool,
-    /// Time spent queued for a slot, µs.
-    pub queue_wait_us: u64,
-    /// What the mock did.
-    pub decision: Decision,
-    /// HTTP status sent (or about to be sent when the client left).
-    pub status: u16,
-    /// Arrival to first content token, µs (including queueing).
-    pub ttft_us: Option<u64>,
-    /// Arrival to end of response or disconnect, µs.
-    pub duration_us: u64,
-    /// Output tokens planned.
-    pub output_tokens: u32,
-    /// `Retry-After` sent, ms.
-    pub retry_after_ms: Option<u64>,
-    /// The client went away before the response was complete.
-    pub client_disconnected: bool,
-    /// Faults that applied, in timeline order (names in JSON).
-    pub faults: Applied,
-    /// When the response's cache entry expires (`ttl_expiry`), µs on the mock's clock.
-    pub cache_expires_us: Option<u64>,
-}
-
-impl Attempt {
-    /// A record for a request that just arrived; the rest is filled in as it is handled.
-    pub fn arrived(upstream: Arc<str>, index: u64, t_us: u64, api: Api) -> Self {
-        Self {
-            t_us,
-            upstream,
-            index,
-            api,
-            request_id: None,
-            marker_id: None,
-            x_request_id: None,
-            stainless_retry_count: None,
-            envoy_attempt_count: None,
-            chaos_attempt: None,
-            prompt_hash: None,
-            model: None,
-            stream: false,
-            queue_wait_us: 0,
-            decision: Decision::Ok,
-            status: 200,
-            ttft_us: None,
-            duration_us: 0,
-            output_tokens: 0,
-            retry_after_ms: None,
-            client_disconnected: false,
-            faults: Applied::default(),
-            cache_expires_us: None,
-        }
-    }
-
-    /// The id this attempt joins a client request by: header first, then prompt marker.
-    pub fn correlation_id(&self) -> Option<&str> {
-        self.request_id.as_deref().or(self.marker_id.as_deref())
-    }
-}
-
-impl Default for Attempt {
-    fn default() -> Self {
-        Self::arrived(Arc::from(""), 0, 0, Api::Other)
-    }
-}
+/// The attempt record as the mock keeps it: the applied faults as a bitset over the timeline
+/// snapshot (no allocation per request), written out as fault names.
+pub type Attempt = crate::record::Attempt<Applied>;
 
 /// Where attempt records go.
 #[derive(Debug)]
@@ -247,23 +123,6 @@ fn write_loop(mut out: BufWriter<File>, rx: &mpsc::Receiver<Arc<Attempt>>) -> io
 }
 
 /// Prompt hashes travel as 16 hex digits: JSON numbers above 2^53 lose precision in many readers.
-mod hex_hash {
-    use serde::{Deserialize, Deserializer, Serializer};
-
-    pub fn serialize<S: Serializer>(v: &Option<u64>, s: S) -> Result<S::Ok, S::Error> {
-        match v {
-            Some(h) => s.collect_str(&format_args!("{h:016x}")),
-            None => s.serialize_none(),
-        }
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
-        Option::<String>::deserialize(d)?
-            .map(|t| u64::from_str_radix(&t, 16).map_err(serde::de::Error::custom))
-            .transpose()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -23,7 +23,7 @@ use super::anthropic::EventFrame;
 use super::conn::ConnCtl;
 use super::latency::Plan;
 use super::openai::{ChunkFrame, Usage};
-use super::service::AttemptGuard;
+use super::state::AttemptGuard;
 use crate::words::Words;
 
 /// Tokens per frame at most, so a zero inter-token time does not build one huge buffer.

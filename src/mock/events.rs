@@ -6,46 +6,9 @@ use std::collections::VecDeque;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
-use serde::{Deserialize, Serialize};
-
-/// What happened.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum EventKind {
-    /// A `ttl_expiry` fault's instant: every response it marked expires now.
-    TtlExpiry,
-    /// Its flush hook succeeded.
-    FlushOk,
-    /// Its flush hook failed (see `detail`).
-    FlushFailed,
-    /// An upstream stopped listening.
-    OutageStarted,
-    /// An upstream listens again.
-    OutageEnded,
-    /// A fault was added through the control API.
-    FaultAdded,
-    /// A fault was removed through the control API.
-    FaultRemoved,
-    /// All faults were removed through the control API.
-    Reset,
-}
-
-/// One event.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Event {
-    /// When, µs since the mock's clock started.
-    pub t_us: u64,
-    /// What.
-    pub kind: EventKind,
-    /// The upstream concerned, if one.
-    pub upstream: Option<Arc<str>>,
-    /// The fault concerned, if one.
-    pub fault: Option<Arc<str>>,
-    /// Details (hook output, errors).
-    pub detail: Option<String>,
-}
+pub use crate::record::{Event, EventKind};
 
 /// Events kept in memory (newest `capacity`) and optionally appended to an NDJSON file.
 #[derive(Debug)]

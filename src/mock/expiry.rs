@@ -13,7 +13,7 @@ use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 
 use super::events::{Event, EventKind};
-use super::service::Shared;
+use super::state::Shared;
 use crate::faults::{Fault, FlushHook};
 
 /// Longest a flush hook may take.

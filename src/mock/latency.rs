@@ -138,7 +138,7 @@ fn micros(us: f64) -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scenario::Duration as D;
+    use crate::duration::Duration as D;
     use crate::seed::rng_for;
 
     fn quantile(mut xs: Vec<f64>, q: f64) -> f64 {

@@ -18,6 +18,7 @@
 //! ```
 
 mod admin;
+mod admit;
 mod answer;
 pub mod anthropic;
 pub mod attempts;
@@ -27,6 +28,8 @@ mod conn;
 pub mod embeddings;
 pub mod events;
 mod expiry;
+mod headers;
+mod ids;
 pub mod latency;
 pub mod metrics;
 pub mod openai;
@@ -35,6 +38,7 @@ pub mod rate_limit;
 pub mod request;
 pub mod server;
 mod service;
+mod state;
 pub mod timeline;
 
 use std::net::{Ipv4Addr, SocketAddr};
@@ -55,7 +59,7 @@ pub use timeline::TimelineError;
 use crate::clock::Clock;
 use crate::faults::{Entry, Fault, Timeline};
 use crate::scenario::{DEFAULT_SEED, NamedFault, Profile, Upstream};
-use service::{Shared, UpstreamState};
+use state::{Shared, UpstreamState};
 
 /// Errors starting or stopping mock upstreams.
 #[derive(Debug, thiserror::Error)]

@@ -15,41 +15,7 @@ use serde::de::{SeqAccess, Visitor};
 use serde_json::value::RawValue;
 use xxhash_rust::xxh3::{Xxh3, xxh3_64, xxh3_64_with_seed};
 
-/// Which provider API a request speaks.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Api {
-    /// OpenAI `POST /v1/chat/completions`.
-    Chat,
-    /// Anthropic `POST /v1/messages`.
-    Messages,
-    /// OpenAI `POST /v1/embeddings`.
-    Embeddings,
-    /// Any other path (answered 404/405).
-    Other,
-}
-
-impl Api {
-    /// The canonical path (what fault `match.path` compares against).
-    pub fn path(self) -> &'static str {
-        match self {
-            Self::Chat => "/v1/chat/completions",
-            Self::Messages => "/v1/messages",
-            Self::Embeddings => "/v1/embeddings",
-            Self::Other => "",
-        }
-    }
-
-    /// Label value for metrics.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Chat => "chat",
-            Self::Messages => "messages",
-            Self::Embeddings => "embeddings",
-            Self::Other => "other",
-        }
-    }
-}
+pub use crate::record::Api;
 
 /// A chat request (OpenAI or Anthropic) reduced to what the mock acts on.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -25,7 +25,8 @@ use tokio::task::JoinSet;
 
 use super::conn::{ConnCtl, ConnIo};
 use super::events::{Event, EventKind};
-use super::service::{UpstreamState, handle};
+use super::service::handle;
+use super::state::UpstreamState;
 
 async fn accept(listener: Option<&TcpListener>) -> std::io::Result<(TcpStream, SocketAddr)> {
     match listener {

@@ -37,10 +37,7 @@ pub enum TimelineError {
 }
 
 fn describe(p: &Problems) -> String {
-    p.0.iter()
-        .map(|(k, found, expected)| format!("`{k}` is {found}, expected {expected}"))
-        .collect::<Vec<_>>()
-        .join("; ")
+    p.to_string()
 }
 
 /// The timeline shared by every upstream of one mock process.

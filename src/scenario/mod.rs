@@ -4,12 +4,10 @@
 //! JSON Schema export. It reads files but does no other I/O.
 
 mod distribution;
-mod duration;
-mod error;
+pub mod gate;
 pub mod load;
 mod profile;
 pub mod schema;
-mod source;
 pub mod sut;
 
 use std::collections::HashSet;
@@ -18,15 +16,14 @@ use std::path::{Path, PathBuf};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+pub use crate::duration::{Duration, EXPECTED_DURATION};
+pub use crate::located::{Format, Location, ScenarioError, Source, did_you_mean, suggest};
 pub use distribution::{Distribution, Quantity};
-pub use duration::{Duration, EXPECTED_DURATION};
-pub use error::{Location, ScenarioError, suggest};
 pub use load::{Arrival, KeyDistribution, Load, LoadLevel, LoadSection, RequestIdMode, Stage, StageKind};
 pub use profile::{
     Capacity, CapacitySection, DEFAULT_MAX_BODY_BYTES, DEFAULT_QUEUE, HttpSection, Latency, LatencySection, Overflow,
     Profile, ProfileFile, RateLimit, RateLimitSection, UpstreamSpec,
 };
-pub use source::Source;
 pub use sut::{AbortSection, Limits, LimitsSection, Placeholder, Sut, SutKind, SutMode, SutSection};
 
 use crate::faults::{Fault, Timeline};
@@ -62,7 +59,7 @@ pub struct ScenarioFile {
     pub allow_remote: Vec<String>,
     /// Checks applied at the end of the run (exit 1 when one fails).
     #[serde(default)]
-    pub gate: Vec<crate::gate::GateCheck>,
+    pub gate: Vec<gate::GateCheck>,
 }
 
 /// A faults file (`chaos mock --faults FILE`): only `[[fault]]` tables.
@@ -123,7 +120,7 @@ pub struct Scenario {
     #[serde(skip)]
     pub text: String,
     /// Gate checks.
-    pub gate: Vec<crate::gate::GateCheck>,
+    pub gate: Vec<gate::GateCheck>,
 }
 
 impl Scenario {
@@ -148,37 +145,25 @@ pub fn wire_name<T: Serialize>(value: &T) -> String {
 /// The seed used when a file does not set one.
 pub const DEFAULT_SEED: u64 = 1;
 
-/// Which format a file is in, for `chaos validate`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum FileKind {
-    /// A scenario.
-    Scenario,
-    /// A profile or pool of profiles.
-    Profile,
-    /// Only `[[fault]]` tables.
-    Faults,
-}
-
-impl FileKind {
-    /// Guesses the kind from top-level keys: profile-only keys mean a profile, scenario-only
-    /// keys a scenario; a file with only `name`/`upstream` is read as a pool profile when it
-    /// sits under `mock-upstreams/`, else as a scenario.
-    pub fn detect(src: &Source) -> Self {
-        const PROFILE_ONLY: [&str; 5] = ["latency", "capacity", "rate_limit", "http", "models"];
-        const SCENARIO_ONLY: [&str; 8] = ["seed", "load", "sut", "fault", "limits", "abort", "gate", "allow_remote"];
-        let keys = src.top_level_keys();
-        if !keys.is_empty() && keys.iter().all(|k| k == "fault") {
-            return Self::Faults;
-        }
-        if keys.iter().any(|k| SCENARIO_ONLY.contains(&k.as_str())) {
-            return Self::Scenario;
-        }
-        if keys.iter().any(|k| PROFILE_ONLY.contains(&k.as_str())) {
-            return Self::Profile;
-        }
-        let in_profiles_dir = src.path.components().any(|c| c.as_os_str() == "mock-upstreams");
-        if in_profiles_dir { Self::Profile } else { Self::Scenario }
+/// Guesses which of the scenario layer's formats a file is in, from its top-level keys:
+/// profile-only keys mean a profile, scenario-only keys a scenario; a file with only
+/// `name`/`upstream` is read as a pool profile when it sits under `mock-upstreams/`, else as
+/// a scenario. (Gateway policies are recognised by `gateway::GatewayConfig::looks_like`.)
+pub fn detect_format(src: &Source) -> Format {
+    const PROFILE_ONLY: [&str; 5] = ["latency", "capacity", "rate_limit", "http", "models"];
+    const SCENARIO_ONLY: [&str; 8] = ["seed", "load", "sut", "fault", "limits", "abort", "gate", "allow_remote"];
+    let keys = src.top_level_keys();
+    if !keys.is_empty() && keys.iter().all(|k| k == "fault") {
+        return Format::Faults;
     }
+    if keys.iter().any(|k| SCENARIO_ONLY.contains(&k.as_str())) {
+        return Format::Scenario;
+    }
+    if keys.iter().any(|k| PROFILE_ONLY.contains(&k.as_str())) {
+        return Format::Profile;
+    }
+    let in_profiles_dir = src.path.components().any(|c| c.as_os_str() == "mock-upstreams");
+    if in_profiles_dir { Format::Profile } else { Format::Scenario }
 }
 
 impl Scenario {
@@ -306,8 +291,7 @@ fn anchor_faults(src: &Source, faults: &[Fault], load: Option<&Load>, errors: &m
                 }
                 None => {
                     let names: Vec<&str> = phases.iter().map(|p| p.name.as_str()).collect();
-                    let hint = suggest(name, names.iter().copied())
-                        .map_or_else(String::new, |s| format!(" (did you mean {s:?}?)"));
+                    let hint = did_you_mean(name, names.iter().copied());
                     let expected = if names.is_empty() {
                         "a phase name, but the scenario has no [[load.phase]]".to_string()
                     } else {
@@ -360,9 +344,7 @@ fn check_faults_at(
     let mut out = Vec::with_capacity(faults.len());
     for (i, fault) in faults.iter().enumerate() {
         let key = |k: &str| format!("{prefix}[{i}].{k}");
-        for (k, found, expected) in fault.problems().0 {
-            errors.push(src.invalid(&key(&k), found, expected));
-        }
+        errors.extend(fault.problems().located(src, &format!("{prefix}[{i}]")));
         let env = fault.envelope();
         let name = env.name.map_or_else(|| Timeline::default_name(fault, i), str::to_string);
         if !seen.insert(name.clone()) {
@@ -371,8 +353,7 @@ fn check_faults_at(
         if let (Some(known), Some(wanted)) = (upstreams, env.matches.upstream.as_deref())
             && !known.contains(&wanted)
         {
-            let hint =
-                suggest(wanted, known.iter().copied()).map_or_else(String::new, |s| format!(" (did you mean {s:?}?)"));
+            let hint = did_you_mean(wanted, known.iter().copied());
             errors.push(src.invalid(
                 &key("match.upstream"),
                 format!("{wanted:?}{hint}"),
@@ -386,14 +367,13 @@ fn check_faults_at(
 
 /// Checks `[[gate]]`: known metric names (with a suggestion), a phase that exists and a metric
 /// that can be per phase, and at least one bound.
-fn check_gate(src: &Source, gate: &[crate::gate::GateCheck], load: Option<&Load>, errors: &mut Vec<ScenarioError>) {
-    let names: Vec<&str> = crate::gate::METRICS.iter().map(|m| m.name).collect();
+fn check_gate(src: &Source, gate: &[gate::GateCheck], load: Option<&Load>, errors: &mut Vec<ScenarioError>) {
+    let names: Vec<&str> = gate::METRICS.iter().map(|m| m.name).collect();
     let stages: Vec<&str> = load.map(|l| l.stages.iter().map(|s| s.name.as_str()).collect()).unwrap_or_default();
     for (i, c) in gate.iter().enumerate() {
         let key = |k: &str| format!("gate[{i}].{k}");
-        let Some(metric) = crate::gate::metric(&c.metric) else {
-            let hint = suggest(&c.metric, names.iter().copied())
-                .map_or_else(String::new, |s| format!(" (did you mean {s:?}?)"));
+        let Some(metric) = gate::metric(&c.metric) else {
+            let hint = did_you_mean(&c.metric, names.iter().copied());
             errors.push(src.invalid(
                 &key("metric"),
                 format!("{:?}{hint}", c.metric),
@@ -409,8 +389,7 @@ fn check_gate(src: &Source, gate: &[crate::gate::GateCheck], load: Option<&Load>
                     "no phase: this metric is for the whole run",
                 ));
             } else if !stages.contains(&p.as_str()) {
-                let hint =
-                    suggest(p, stages.iter().copied()).map_or_else(String::new, |s| format!(" (did you mean {s:?}?)"));
+                let hint = did_you_mean(p, stages.iter().copied());
                 errors.push(src.invalid(
                     &key("phase"),
                     format!("{p:?}{hint}"),
@@ -449,9 +428,7 @@ pub fn profile_from_source(src: &Source) -> Result<Vec<Upstream>, ScenarioError>
 /// Defaults with one profile file's own sections applied.
 fn base_profile(src: &Source, file: &ProfileFile, errors: &mut Vec<ScenarioError>) -> Profile {
     let layer = file.layer();
-    for (key, found, expected) in layer.problems() {
-        errors.push(src.invalid(&key, found, expected));
-    }
+    errors.extend(layer.problems().located(src, ""));
     let mut profile = Profile::default();
     profile.apply(layer);
     profile.name = file
@@ -498,9 +475,7 @@ fn resolve_members(
                 Err(Referenced::Invalid(e)) => errors.push(e),
             }
         }
-        for (k, found, expected) in spec.layer().problems() {
-            errors.push(src.invalid(&key(&k), found, expected));
-        }
+        errors.extend(spec.layer().problems().located(src, &format!("upstream[{i}]")));
         profile.apply(spec.layer());
         profile.name.clone_from(&spec.name);
         out.push(Upstream { name: spec.name.clone(), listen: spec.listen, profile });

@@ -11,6 +11,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::{Distribution, Duration};
+use crate::located::Problems;
 
 /// The status an upstream answers with when its slots and queue are full.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -341,12 +342,12 @@ impl UpstreamSpec {
 }
 
 impl Layer<'_> {
-    /// Semantic problems in the keys this layer sets: (key path below the layer, found, expected).
-    pub(crate) fn problems(&self) -> Vec<(String, String, String)> {
-        let mut out = Vec::new();
+    /// Semantic problems in the keys this layer sets (key paths below the layer).
+    pub(crate) fn problems(&self) -> Problems {
+        let mut out = Problems::default();
         let mut dist = |name: &str, p: Option<(&str, String, &str)>| {
             if let Some((field, found, expected)) = p {
-                out.push((format!("latency.{name}.{field}"), found, expected.to_string()));
+                out.push(format!("latency.{name}.{field}"), found, expected);
             }
         };
         dist("ttft", self.latency.ttft.and_then(|d| d.problem()));
@@ -359,19 +360,19 @@ impl Layer<'_> {
         ];
         for (key, value) in positive {
             if value == Some(0) {
-                out.push((key.into(), "0".into(), "an integer ≥ 1 (omit the key for no limit)".into()));
+                out.push(key, "0", "an integer ≥ 1 (omit the key for no limit)");
             }
         }
         if self.http.max_body_bytes == Some(0) {
-            out.push(("http.max_body_bytes".into(), "0".into(), "an integer ≥ 1".into()));
+            out.push("http.max_body_bytes", "0", "an integer ≥ 1");
         }
         if let Some(models) = self.models {
             if models.is_empty() {
-                out.push(("models".into(), "[]".into(), "at least one model id".into()));
+                out.push("models", "[]", "at least one model id");
             }
             for (i, m) in models.iter().enumerate() {
                 if m.trim().is_empty() {
-                    out.push((format!("models[{i}]"), format!("{m:?}"), "a non-empty model id".into()));
+                    out.push(format!("models[{i}]"), format!("{m:?}"), "a non-empty model id");
                 }
             }
         }

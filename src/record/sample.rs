@@ -53,6 +53,11 @@ impl Outcome {
         }
     }
 
+    /// The outcome a name in a file stands for.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|o| o.as_str() == name)
+    }
+
     /// Position in [`Outcome::ALL`].
     pub fn index(self) -> usize {
         self as usize
@@ -72,6 +77,18 @@ impl Outcome {
             _ => Self::Error,
         }
     }
+}
+
+/// In a name → count map of outcomes (as files hold them), the requests that did not fail
+/// (`ok` or `fallback`).
+pub fn count_served(outcomes: &std::collections::BTreeMap<String, u64>) -> u64 {
+    outcomes.iter().filter(|(k, _)| Outcome::from_name(k).is_some_and(|o| !o.failed())).map(|(_, v)| v).sum()
+}
+
+/// In a name → count map of outcomes, the requests that failed (an unknown name counts as
+/// failed: it is not a usable answer).
+pub fn count_failed(outcomes: &std::collections::BTreeMap<String, u64>) -> u64 {
+    outcomes.iter().filter(|(k, _)| Outcome::from_name(k).is_none_or(Outcome::failed)).map(|(_, v)| v).sum()
 }
 
 /// One logical request. Times are µs on the run clock.

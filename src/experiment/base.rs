@@ -1,0 +1,131 @@
+//! The measured part of a run's summary, built as the load ends from what was recorded live
+//! (the recorder's stage histograms, the generator's report, the mock's attempt times): the
+//! stages, totals and generator sections. The analysis then fills the rest from the folder.
+
+use std::time::{Duration, SystemTime};
+
+use crate::analysis::recovery::FaultWindow;
+use crate::analysis::summary::{GeneratorSummary, RunIdentity, Totals, outcome_map, stage_summary};
+use crate::analysis::{OutcomeCounts, RunStatus, StageRecord, Summary};
+use crate::load::LoadReport;
+use crate::record::{Attempt, Outcome};
+use crate::scenario::{Load, Scenario};
+
+/// What identifies the run, before anything is measured.
+pub fn identity(scenario: &Scenario, run_id: &str, started_at: SystemTime, target: &str, sut: &str) -> RunIdentity {
+    RunIdentity {
+        scenario: scenario.name.clone(),
+        scenario_file: scenario.path.display().to_string(),
+        run_id: run_id.to_string(),
+        seed: scenario.seed,
+        started_at: humantime::format_rfc3339_seconds(started_at).to_string(),
+        time_scale: scenario.time_scale,
+        target: target.to_string(),
+        sut: sut.to_string(),
+        upstreams: scenario.upstreams.iter().map(|u| u.name.clone()).collect(),
+        faults: fault_windows(scenario),
+    }
+}
+
+/// A summary for a run that ended before its load started.
+pub fn aborted(id: RunIdentity, reason: &str) -> Summary {
+    Summary { status: RunStatus::Aborted, abort_reason: Some(reason.to_string()), ..Summary::empty(id) }
+}
+
+/// What the load phase of a run left to summarise.
+pub struct Measured<'a> {
+    /// The load that ran.
+    pub load: &'a Load,
+    /// One record per stage, from the recorder.
+    pub records: &'a [StageRecord],
+    /// The generator's report.
+    pub report: &'a LoadReport,
+    /// The mock's attempts.
+    pub attempts: &'a [Attempt],
+    /// Load start, µs on the run clock.
+    pub t0_us: u64,
+    /// Load end, µs on the run clock.
+    pub load_end_us: u64,
+    /// Why the run stopped early, if it did.
+    pub reason: Option<String>,
+}
+
+/// The measured summary: stages, totals, generator; the analysis sections stay empty.
+pub fn measured(id: RunIdentity, m: &Measured<'_>) -> Summary {
+    let us = |d: crate::duration::Duration| u64::try_from(d.as_std().as_micros()).unwrap_or(u64::MAX);
+    // Each stage is measured from the end of its warm-up to its end, or to where the run stopped.
+    let spans: Vec<(u64, u64)> = m
+        .load
+        .stages
+        .iter()
+        .map(|s| {
+            let start = m.t0_us + us(s.start + s.warmup);
+            let end = (m.t0_us + us(s.end())).min(m.load_end_us.max(start));
+            (start, end)
+        })
+        .collect();
+    let times = || m.attempts.iter().map(|a| a.t_us);
+    let per_stage = crate::analysis::count_in_spans(times(), &spans);
+    let whole = crate::analysis::count_in_spans(times(), &[(m.t0_us, m.load_end_us.max(m.t0_us))])[0];
+    let ranges: Vec<Option<(u64, u64)>> = m.records.iter().map(|r| r.id_range).collect();
+    let by_id = crate::analysis::count_by_id(m.attempts, &ranges);
+    let mut total = OutcomeCounts::default();
+    let stages = m
+        .load
+        .stages
+        .iter()
+        .enumerate()
+        .map(|(k, stage)| {
+            let rec = &m.records[k];
+            for o in Outcome::ALL {
+                total.0[o.index()] += rec.outcomes.get(o);
+            }
+            let measured_s = Duration::from_micros(spans[k].1 - spans[k].0).as_secs_f64();
+            let sched = m.report.stages.get(k).copied().unwrap_or_default();
+            stage_summary(stage, rec, &sched, m.report.users as u64, per_stage[k], by_id[k], measured_s)
+        })
+        .collect();
+    let requests = total.total();
+    Summary {
+        status: if m.reason.is_some() { RunStatus::Aborted } else { RunStatus::Completed },
+        abort_reason: m.reason.clone(),
+        duration_s: ((m.load_end_us.saturating_sub(m.t0_us)) as f64 / 1e6 * 1000.0).round() / 1000.0,
+        load_start_us: m.t0_us,
+        stages,
+        totals: Totals {
+            requests,
+            outcomes: outcome_map(&total),
+            upstream_attempts: whole,
+            attempts_per_request: (requests > 0).then(|| (whole as f64 / requests as f64 * 1000.0).round() / 1000.0),
+        },
+        generator: GeneratorSummary {
+            users: m.report.users as u64,
+            issued: m.report.issued,
+            lost_samples: m.report.lost_samples,
+        },
+        ..Summary::empty(id)
+    }
+}
+
+/// The scenario's fault windows, seconds from the load start.
+fn fault_windows(scenario: &Scenario) -> Vec<FaultWindow> {
+    scenario
+        .faults
+        .iter()
+        .map(|f| {
+            let env = f.fault.envelope();
+            let start = env.start.unwrap_or_default();
+            FaultWindow {
+                name: f.name.clone(),
+                kind: f.fault.kind().to_string(),
+                start_s: start.as_std().as_secs_f64(),
+                end_s: env.duration.map(|d| (start + d).as_std().as_secs_f64()),
+                upstream: env.matches.upstream.clone(),
+                multiplier: match &f.fault {
+                    crate::faults::Fault::Latency(l) => l.multiplier,
+                    _ => None,
+                },
+            }
+        })
+        .collect()
+}

@@ -1,0 +1,179 @@
+//! Which charts a run gets, and what each shows: built from the analysed [`Series`] and the
+//! summary, never from raw records.
+
+use super::charts::{BarChart, Chart, Line, LineChart, Marker};
+use crate::analysis::{self, Series, Summary};
+use crate::record::Outcome;
+
+fn shaded(s: &Summary) -> Vec<(f64, f64, String)> {
+    s.faults
+        .iter()
+        .filter(|f| f.kind != "ttl_expiry" || f.end_s.is_some())
+        .map(|f| (f.start_s, f.end_s.unwrap_or(s.duration_s).min(s.duration_s.max(f.start_s)), f.name.clone()))
+        .collect()
+}
+
+/// The charts this run supports, by file name.
+pub fn charts_for(series: &Series, s: &Summary) -> Vec<(String, Chart)> {
+    let mut out = Vec::new();
+    let shade = shaded(s);
+    let x = "time since load start (s)".to_string();
+    let w = &series.windows;
+    if !series.latency.is_empty() {
+        let width = series.latency_width_s;
+        let buckets = &series.latency;
+        let pick = |i: usize| -> Vec<(f64, f64)> { buckets.iter().map(|(t, p)| (*t, p[i])).collect() };
+        out.push((
+            "latency".into(),
+            Chart::Lines(LineChart {
+                title: format!("Latency of the requests sent in each {width} s (from the intended send time)"),
+                x_label: "send time since load start (s)".into(),
+                y_label: "latency (ms)".into(),
+                lines: vec![
+                    Line { name: "p50".into(), points: pick(0), color: 0 },
+                    Line { name: "p95".into(), points: pick(1), color: 1 },
+                    Line { name: "p99".into(), points: pick(2), color: 3 },
+                ],
+                shaded: shade.clone(),
+                ..LineChart::default()
+            }),
+        ));
+    }
+    if w.iter().any(|w| w.requests > 0) {
+        let names = Outcome::ALL.map(Outcome::as_str);
+        let lines: Vec<Line> = names
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| w.iter().any(|w| w.outcomes.get(**n).copied().unwrap_or(0) > 0))
+            .map(|(i, n)| Line {
+                name: (*n).into(),
+                points: w.iter().map(|w| (w.t_s as f64, w.outcomes.get(*n).copied().unwrap_or(0) as f64)).collect(),
+                color: [2, 5, 6, 1, 4, 3, 7, 0][i],
+            })
+            .collect();
+        out.push((
+            "outcomes".into(),
+            Chart::Lines(LineChart {
+                title: "Outcomes per second (stacked)".into(),
+                x_label: x.clone(),
+                y_label: "requests completed per second".into(),
+                lines,
+                shaded: shade.clone(),
+                stacked: true,
+                ..LineChart::default()
+            }),
+        ));
+    }
+    let amp = series.amplification.clone();
+    if !amp.is_empty() {
+        out.push((
+            "amplification".into(),
+            Chart::Lines(LineChart {
+                title: "Retry amplification A(w) = upstream attempts / client requests".into(),
+                x_label: x.clone(),
+                y_label: "attempts per request".into(),
+                lines: vec![Line { name: "A(w), 1 s windows".into(), points: amp, color: 3 }],
+                shaded: shade.clone(),
+                reference: Some((1.0, "no amplification (1.0)".into())),
+                ..LineChart::default()
+            }),
+        ));
+    }
+    if let Some(r) = s.retry.as_ref().filter(|r| r.joined) {
+        out.push((
+            "attempts".into(),
+            Chart::Bars(BarChart {
+                title: "Upstream attempts per client request".into(),
+                x_label: "upstream attempts (0 = answered without the upstream)".into(),
+                y_label: "client requests".into(),
+                bars: ["0", "1", "2", "3", "4", "5-9", ">=10"]
+                    .iter()
+                    .map(|b| ((*b).to_string(), r.attempts_histogram.get(*b).copied().unwrap_or(0) as f64))
+                    .collect(),
+            }),
+        ));
+    }
+    let (active, queued) = (&series.in_flight, &series.queued);
+    if !active.is_empty() {
+        let pts = |v: &[u64]| v.iter().enumerate().map(|(i, &n)| (i as f64, n as f64)).collect();
+        out.push((
+            "upstream-concurrency".into(),
+            Chart::Lines(LineChart {
+                title: "At the mock upstreams: requests in flight and queued for a slot".into(),
+                x_label: x.clone(),
+                y_label: "requests".into(),
+                lines: vec![
+                    Line { name: "in flight".into(), points: pts(active), color: 0 },
+                    Line { name: "queued".into(), points: pts(queued), color: 3 },
+                ],
+                shaded: shade.clone(),
+                ..LineChart::default()
+            }),
+        ));
+    }
+    let ups = &series.upstream_attempts;
+    if ups.len() >= 2 {
+        let n = ups.values().next().map_or(0, Vec::len);
+        let total: Vec<u64> = (0..n).map(|i| ups.values().map(|v| v[i]).sum()).collect();
+        let lines = ups
+            .iter()
+            .enumerate()
+            .map(|(k, (name, v))| Line {
+                name: name.clone(),
+                points: (0..n)
+                    .filter(|&i| total[i] > 0)
+                    .map(|i| (i as f64, 100.0 * v[i] as f64 / total[i] as f64))
+                    .collect(),
+                color: k,
+            })
+            .collect();
+        out.push((
+            "upstream-share".into(),
+            Chart::Lines(LineChart {
+                title: "Share of upstream attempts per upstream".into(),
+                x_label: x.clone(),
+                y_label: "share of attempts (%)".into(),
+                lines,
+                shaded: shade.clone(),
+                ..LineChart::default()
+            }),
+        ));
+    }
+    if let Some(sw) = &s.sweep {
+        let unit = if sw.unit == "users" { "users (closed load)" } else { "offered load (req/s)" };
+        let mut markers = Vec::new();
+        if let Some(k) = &sw.knee {
+            markers.push(Marker { x: k.load, label: format!("knee: {} {}", k.load, sw.unit), color: 3 });
+        }
+        if let Some(l) = &sw.safe_limit {
+            markers.push(Marker { x: l.load, label: format!("safe limit (80 %): {} {}", l.load, sw.unit), color: 2 });
+        }
+        let pts = |f: fn(&analysis::sweep::SweepStep) -> f64| sw.steps.iter().map(|st| (st.load, f(st))).collect();
+        out.push((
+            "sweep-latency".into(),
+            Chart::Lines(LineChart {
+                title: "Latency vs load".into(),
+                x_label: unit.into(),
+                y_label: "latency (ms)".into(),
+                lines: vec![
+                    Line { name: "p50".into(), points: pts(|s| s.p50_ms), color: 0 },
+                    Line { name: "p99".into(), points: pts(|s| s.p99_ms), color: 3 },
+                ],
+                markers: markers.clone(),
+                ..LineChart::default()
+            }),
+        ));
+        out.push((
+            "sweep-throughput".into(),
+            Chart::Lines(LineChart {
+                title: "Throughput vs load".into(),
+                x_label: unit.into(),
+                y_label: "achieved throughput (req/s)".into(),
+                lines: vec![Line { name: "achieved".into(), points: pts(|s| s.rps), color: 0 }],
+                markers,
+                ..LineChart::default()
+            }),
+        ));
+    }
+    out
+}

@@ -1,0 +1,68 @@
+//! `junit.xml`: the gate verdict as one JUnit test case per check, for CI systems that show
+//! test results.
+
+use crate::gate::Verdict;
+
+/// The verdict as JUnit XML: one test case per check, so CI systems show it natively.
+pub fn junit(suite: &str, v: &Verdict) -> String {
+    let esc = super::doc::escape;
+    let failures = v.checks.iter().filter(|c| !c.passed).count();
+    let mut out = format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n<testsuite name=\"chaos: {}\" tests=\"{}\" failures=\"{failures}\">\n",
+        esc(suite),
+        v.checks.len()
+    );
+    for c in &v.checks {
+        out.push_str(&format!("  <testcase classname=\"chaos.gate\" name=\"{}\"", esc(&c.name)));
+        if c.passed {
+            out.push_str("/>\n");
+        } else {
+            out.push_str(&format!(
+                ">\n    <failure message=\"{}\">measured {}, expected {}</failure>\n  </testcase>\n",
+                esc(c.reason.as_deref().unwrap_or("failed")),
+                c.value.map_or("nothing".into(), crate::gate::show),
+                esc(&c.expected)
+            ));
+        }
+    }
+    out.push_str("</testsuite>\n</testsuites>\n");
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gate::CheckResult;
+
+    #[test]
+    fn junit_has_one_testcase_per_check_and_escapes() {
+        let v = Verdict {
+            passed: false,
+            checks: vec![
+                CheckResult {
+                    name: "a <= 1".into(),
+                    metric: "a".into(),
+                    phase: None,
+                    value: Some(2.0),
+                    expected: "<= 1".into(),
+                    passed: false,
+                    reason: Some("2 > 1".into()),
+                },
+                CheckResult {
+                    name: "b".into(),
+                    metric: "b".into(),
+                    phase: None,
+                    value: Some(0.0),
+                    expected: "<= 1".into(),
+                    passed: true,
+                    reason: None,
+                },
+            ],
+        };
+        let x = junit("s&t", &v);
+        assert!(x.contains("<testsuite name=\"chaos: s&amp;t\" tests=\"2\" failures=\"1\">"), "{x}");
+        assert!(x.contains("<testcase classname=\"chaos.gate\" name=\"a &lt;= 1\">"), "{x}");
+        assert!(x.contains("<failure message=\"2 &gt; 1\">measured 2, expected &lt;= 1</failure>"), "{x}");
+        assert!(x.contains("<testcase classname=\"chaos.gate\" name=\"b\"/>"), "{x}");
+    }
+}

@@ -1,0 +1,299 @@
+//! The sections of report.md and report.html, in reading order: gate verdict, headlines,
+//! what ran, phases and steps, recovery, retries, stampedes, failover, capacity. Each section is
+//! one function over the summary (and the verdict), writing into a [`Doc`].
+
+use super::doc::{Block, Doc};
+use super::text::{headlines, ms, pct, stage_table, verdict_rows};
+use crate::analysis::{self, RunStatus, Summary};
+use crate::gate::Verdict;
+
+/// The whole report document. `charts` names the charts that were drawn.
+pub fn document(s: &Summary, verdict: Option<&Verdict>, charts: &[String]) -> Doc {
+    let mut d = Doc::default();
+    title(&mut d, s, verdict);
+    d.push(Block::List(headlines(s)));
+    what_ran(&mut d, s);
+    stages(&mut d, s, charts);
+    recovery(&mut d, s);
+    retries(&mut d, s, charts);
+    stampedes(&mut d, s);
+    failover(&mut d, s, charts);
+    capacity(&mut d, s, charts);
+    files(&mut d);
+    d
+}
+
+fn chart(d: &mut Doc, charts: &[String], name: &str, alt: &str) {
+    if charts.iter().any(|c| c == name) {
+        d.push(Block::Chart(name.into(), alt.into()));
+    }
+}
+
+/// The title with the run's status, then the gate verdict and its checks.
+fn title(d: &mut Doc, s: &Summary, verdict: Option<&Verdict>) {
+    let status = match s.status {
+        RunStatus::Completed => "completed".to_string(),
+        RunStatus::Aborted => "ABORTED".to_string(),
+    };
+    d.push(Block::Heading(1, format!("chaos: {} — {status}", s.scenario)));
+    if let Some(v) = verdict {
+        let failed = v.checks.iter().filter(|c| !c.passed).count();
+        d.push(Block::Para(if v.passed {
+            format!("**Gate: PASSED** ({} checks)", v.checks.len())
+        } else {
+            format!("**Gate: FAILED** ({failed} of {} checks)", v.checks.len())
+        }));
+        d.push(Block::Table(
+            ["", "check", "value", "expected", "why"].iter().map(|h| (*h).to_string()).collect(),
+            verdict_rows(v),
+        ));
+    }
+}
+
+/// The scenario, run, SUT, load and fault windows.
+fn what_ran(d: &mut Doc, s: &Summary) {
+    d.push(Block::Heading(2, "What ran".into()));
+    let faults: Vec<String> = s
+        .faults
+        .iter()
+        .map(|f| {
+            format!(
+                "`{}` ({}{}) {}–{}",
+                f.name,
+                f.kind,
+                f.multiplier.map_or(String::new(), |m| format!(" ×{m}")),
+                ms(f.start_s),
+                f.end_s.map_or("end".into(), |e| format!("{} s", ms(e)))
+            )
+        })
+        .collect();
+    d.push(Block::Table(
+        vec!["".into(), "".into()],
+        vec![
+            vec!["scenario".into(), format!("`{}` ({})", s.scenario, s.scenario_file)],
+            vec![
+                "run".into(),
+                format!("{} started {}, seed {}, time scale {}", s.run_id, s.started_at, s.seed, s.time_scale),
+            ],
+            vec!["system under test".into(), s.sut.clone()],
+            vec![
+                "load".into(),
+                format!(
+                    "{:.1} s, {} goose users, {} requests issued",
+                    s.duration_s, s.generator.users, s.generator.issued
+                ),
+            ],
+            vec![
+                "faults (s from load start)".into(),
+                if faults.is_empty() { "none".into() } else { faults.join("; ") },
+            ],
+        ],
+    ));
+}
+
+/// Phases and sweep steps, with the latency and outcome charts.
+fn stages(d: &mut Doc, s: &Summary, charts: &[String]) {
+    d.push(Block::Heading(2, "Phases and steps".into()));
+    let (header, rows) = stage_table(s);
+    d.push(Block::Table(header, rows));
+    chart(d, charts, "latency", "latency percentiles per second with fault windows shaded");
+    chart(d, charts, "outcomes", "outcomes per second, stacked");
+}
+
+/// Time to recover after each fault window.
+fn recovery(d: &mut Doc, s: &Summary) {
+    if !s.recovery.is_empty() {
+        d.push(Block::Heading(2, "Recovery".into()));
+        d.push(Block::Para(format!(
+            "Seconds from the end of each fault window until p95 ≤ {}× the baseline p95 + {} ms and the error rate ≤ baseline + {} points, for {} consecutive seconds.",
+            analysis::recovery::P95_FACTOR,
+            analysis::recovery::P95_SLACK_MS,
+            analysis::recovery::ERROR_SLACK * 100.0,
+            analysis::recovery::STABLE_WINDOWS
+        )));
+        d.push(Block::Table(
+            vec!["fault".into(), "ended (s)".into(), "recovery".into(), "baseline".into()],
+            s.recovery
+                .iter()
+                .map(|r| {
+                    vec![
+                        r.fault.clone(),
+                        ms(r.ended_s),
+                        r.seconds.map_or("**did not recover**".into(), |v| format!("{v} s")),
+                        format!(
+                            "`{}`: p95 {} ms, errors {}",
+                            r.baseline_stage,
+                            ms(r.baseline_p95_ms),
+                            pct(r.baseline_error_rate)
+                        ),
+                    ]
+                })
+                .collect(),
+        ));
+    }
+}
+
+/// Retry amplification forensics.
+fn retries(d: &mut Doc, s: &Summary, charts: &[String]) {
+    if let Some(r) = &s.retry {
+        d.push(Block::Heading(2, "Retries".into()));
+        let mut rows = vec![
+            vec![
+                "amplification overall / worst 1 s window".into(),
+                format!(
+                    "{}× / {}",
+                    r.amplification.overall,
+                    r.amplification.max_window.map_or("—".into(), |m| format!("{m}×"))
+                ),
+            ],
+            vec!["retry fraction (1 − 1/A)".into(), pct(r.retry_fraction)],
+            vec![
+                "retries; immediate (< 50 ms)".into(),
+                format!("{}; {}", r.retries, r.immediate_retry_share.map_or("—".into(), pct)),
+            ],
+            vec!["median gap before a retry".into(), r.gap_p50_ms.map_or("—".into(), |g| format!("{} ms", ms(g)))],
+            vec![
+                "retries sooner than Retry-After".into(),
+                format!("{} of {}", r.retry_after_violations, r.retry_after_retries),
+            ],
+            vec!["retries of 400/401/403/404/413/422".into(), r.non_retryable_retries.to_string()],
+            vec!["orphan attempts (after the client was done)".into(), r.orphan_attempts.to_string()],
+            vec![
+                "retries by layer: gateway / SDK / Envoy".into(),
+                format!("{} / {} / {}", r.by_layer.gateway, r.by_layer.sdk, r.by_layer.envoy),
+            ],
+            vec![
+                "reference E[A] for N immediate retries".into(),
+                format!(
+                    "{}× (failure rate p = {}, N = {}): A well below this means budgeted retries",
+                    r.expected_amplification_n_retries,
+                    pct(r.failure_rate),
+                    r.max_retries
+                ),
+            ],
+        ];
+        for (phase, a) in &r.amplification.by_phase {
+            rows.push(vec![format!("attempts per request in `{phase}`"), format!("{a}")]);
+        }
+        d.push(Block::Table(vec!["".into(), "".into()], rows));
+        if !r.joined {
+            d.push(Block::Para(
+                "Attempts carried no request id (`request_id = \"none\"` or a SUT that drops it): only A(w) is known."
+                    .into(),
+            ));
+        }
+        chart(d, charts, "amplification", "retry amplification per second with fault windows shaded");
+        chart(d, charts, "attempts", "histogram of upstream attempts per client request");
+    }
+}
+
+/// Stampedes at correlated TTL expiry.
+fn stampedes(d: &mut Doc, s: &Summary) {
+    if let Some(st) = &s.stampede {
+        d.push(Block::Heading(2, "Stampedes at TTL expiry".into()));
+        d.push(Block::Table(
+            [
+                "at (s)",
+                "keys expired",
+                "refetched",
+                "max fan-in",
+                "mean fan-in",
+                "naive expectation",
+                "hit ratio before",
+                "hit ratio back in",
+            ]
+            .iter()
+            .map(|h| (*h).to_string())
+            .collect(),
+            st.events
+                .iter()
+                .map(|e| {
+                    vec![
+                        ms(e.at_s),
+                        e.keys_expired.to_string(),
+                        e.keys_refetched.to_string(),
+                        e.max_fanin.to_string(),
+                        format!("{}", e.mean_fanin),
+                        e.expected_naive_fanin.map_or("—".into(), |v| format!("{v}")),
+                        e.hit_ratio_before.map_or("—".into(), pct),
+                        e.hit_ratio_recovery_s.map_or("—".into(), |v| format!("{v} s")),
+                    ]
+                })
+                .collect(),
+        ));
+    }
+}
+
+/// Failover away from faulted upstreams, and concurrency at the mocks.
+fn failover(d: &mut Doc, s: &Summary, charts: &[String]) {
+    if !s.failover.is_empty() || charts.iter().any(|c| c == "upstream-share") {
+        d.push(Block::Heading(2, "Failover".into()));
+        if !s.failover.is_empty() {
+            d.push(Block::Table(
+                vec!["fault".into(), "upstream".into(), "share before".into(), "time to < 5 %".into()],
+                s.failover
+                    .iter()
+                    .map(|f| {
+                        vec![
+                            f.fault.clone(),
+                            f.upstream.clone(),
+                            f.share_before.map_or("—".into(), pct),
+                            f.seconds.map_or("**never**".into(), |v| format!("{v} s")),
+                        ]
+                    })
+                    .collect(),
+            ));
+        }
+        chart(d, charts, "upstream-share", "share of attempts per upstream over time");
+    }
+    chart(d, charts, "upstream-concurrency", "requests in flight and queued at the mocks");
+}
+
+/// The sweep: knee and safe limit.
+fn capacity(d: &mut Doc, s: &Summary, charts: &[String]) {
+    if let Some(sw) = &s.sweep {
+        d.push(Block::Heading(2, "Capacity: knee and safe limit".into()));
+        d.push(Block::Para(format!(
+            "Knee by Kneedle on (load, p99), cross-checked by the throughput plateau; safe limit = 80 % of the knee. Confidence: {}.",
+            sw.confidence
+        )));
+        if let Some(k) = &sw.knee {
+            d.push(Block::Para(format!(
+                "Method: {} (Kneedle: {}, plateau: {}).",
+                k.method,
+                k.kneedle.map_or("none".into(), |v| format!("{v} {}", sw.unit)),
+                k.plateau.map_or("none".into(), |v| format!("{v} {}", sw.unit))
+            )));
+        }
+        d.push(Block::List(sw.notes.clone()));
+        d.push(Block::Table(
+            ["load", "req/s", "p50 ms", "p95 ms", "p99 ms", "errors", "steady"]
+                .iter()
+                .map(|h| (*h).to_string())
+                .collect(),
+            sw.steps
+                .iter()
+                .map(|st| {
+                    vec![
+                        format!("{} {}", st.load, sw.unit),
+                        format!("{:.1}", st.rps),
+                        ms(st.p50_ms),
+                        ms(st.p95_ms),
+                        ms(st.p99_ms),
+                        pct(st.error_rate),
+                        st.sustainability.clone(),
+                    ]
+                })
+                .collect(),
+        ));
+        chart(d, charts, "sweep-latency", "latency against load with the knee and safe limit marked");
+        chart(d, charts, "sweep-throughput", "throughput against load with the knee and safe limit marked");
+    }
+}
+
+/// Where the numbers are, and how to re-render.
+fn files(d: &mut Doc) {
+    d.push(Block::Para(
+        "Files: `summary.json` (all numbers; schema `chaos schema summary`), `samples.ndjson`, `attempts.ndjson`, `windows.ndjson`, `events.ndjson`, `charts/`. Re-render with `chaos report RUN_DIR`.".into(),
+    ));
+}

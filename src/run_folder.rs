@@ -1,0 +1,318 @@
+//! The run folder, `reports/<scenario>/<run-id>/`: its file names and the one typed reader and
+//! writer of each file. Created before anything starts; whole files are written atomically
+//! (temporary file, then rename) so a crash never leaves half a `summary.json`, and the NDJSON
+//! logs are appended a line at a time so a crash keeps every whole line.
+//!
+//! Layer 1: imports only the ground (the record types). Files whose types live higher up
+//! (the summary, the resolved scenario) are read and written through generic `serde` methods,
+//! so this module never depends on `analysis`, `gate` or `scenario`.
+
+use std::io::{BufRead, BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::record::{Attempt, Event, Sample, WindowSummary};
+
+/// The files of a run folder.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RunFile {
+    /// `summary.json`: the run's numbers and verdict.
+    Summary,
+    /// `samples.ndjson`: one line per logical client request.
+    Samples,
+    /// `attempts.ndjson`: one line per upstream attempt, written by the mock.
+    Attempts,
+    /// `events.ndjson`: the mock's fault events.
+    Events,
+    /// `windows.ndjson`: one line per second of completions.
+    Windows,
+    /// `scenario.toml`: the scenario as given.
+    ScenarioText,
+    /// `resolved.json`: the scenario as resolved (absolute fault times, profiles merged).
+    Resolved,
+    /// `junit.xml`: the gate verdict for CI.
+    Junit,
+    /// `report.md`.
+    ReportMd,
+    /// `report.html`.
+    ReportHtml,
+}
+
+impl RunFile {
+    /// The file's name in the folder.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Summary => "summary.json",
+            Self::Samples => "samples.ndjson",
+            Self::Attempts => "attempts.ndjson",
+            Self::Events => "events.ndjson",
+            Self::Windows => "windows.ndjson",
+            Self::ScenarioText => "scenario.toml",
+            Self::Resolved => "resolved.json",
+            Self::Junit => "junit.xml",
+            Self::ReportMd => "report.md",
+            Self::ReportHtml => "report.html",
+        }
+    }
+}
+
+/// Why a run folder could not be read or written.
+#[derive(Debug, thiserror::Error)]
+pub enum FolderError {
+    /// A file could not be read or written.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A file is not what `chaos run` writes.
+    #[error("{}:{line}: {message}", path.display())]
+    Format {
+        /// The file.
+        path: PathBuf,
+        /// Line (1-based; 1 for whole-file JSON).
+        line: usize,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+/// A run folder on disk.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunFolder {
+    dir: PathBuf,
+}
+
+/// A run id from the wall clock, e.g. `20261129T201530Z`.
+pub fn run_id(at: SystemTime) -> String {
+    humantime::format_rfc3339_seconds(at).to_string().replace(['-', ':'], "")
+}
+
+/// Makes a name safe as one path component.
+pub fn slug(name: &str) -> String {
+    let s: String =
+        name.chars().map(|c| if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') { c } else { '-' }).collect();
+    let s = s.trim_matches(['-', '.']).to_string();
+    if s.is_empty() { "scenario".into() } else { s }
+}
+
+impl RunFolder {
+    /// An existing folder (nothing is checked until a file is read).
+    pub fn open(dir: impl Into<PathBuf>) -> Self {
+        Self { dir: dir.into() }
+    }
+
+    /// Creates the folder: `out` as given, or `<root>/<scenario>/<run-id>` (with `-2`, `-3`…
+    /// appended when two runs start in the same second).
+    pub fn create(out: Option<&Path>, root: &Path, scenario: &str, id: &str) -> std::io::Result<Self> {
+        if let Some(dir) = out {
+            std::fs::create_dir_all(dir)?;
+            return Ok(Self::open(dir));
+        }
+        let parent = root.join(slug(scenario));
+        std::fs::create_dir_all(&parent)?;
+        for n in 1.. {
+            let dir = if n == 1 { parent.join(id) } else { parent.join(format!("{id}-{n}")) };
+            match std::fs::create_dir(&dir) {
+                Ok(()) => return Ok(Self::open(dir)),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        unreachable!("the loop returns")
+    }
+
+    /// The folder.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Where `file` lives.
+    pub fn path(&self, file: RunFile) -> PathBuf {
+        self.dir.join(file.name())
+    }
+
+    /// The chart folder.
+    pub fn charts_dir(&self) -> PathBuf {
+        self.dir.join("charts")
+    }
+
+    /// Client samples, in file order.
+    pub fn samples(&self) -> Result<Vec<Sample>, FolderError> {
+        read_ndjson(&self.path(RunFile::Samples))
+    }
+
+    /// Upstream attempts, in arrival order.
+    pub fn attempts(&self) -> Result<Vec<Attempt>, FolderError> {
+        let mut attempts: Vec<Attempt> = read_ndjson(&self.path(RunFile::Attempts))?;
+        attempts.sort_by_key(|a| a.t_us);
+        Ok(attempts)
+    }
+
+    /// The mock's fault events.
+    pub fn events(&self) -> Result<Vec<Event>, FolderError> {
+        read_ndjson(&self.path(RunFile::Events))
+    }
+
+    /// The 1 s windows.
+    pub fn windows(&self) -> Result<Vec<WindowSummary>, FolderError> {
+        read_ndjson(&self.path(RunFile::Windows))
+    }
+
+    /// A whole-file JSON document (`summary.json`, `resolved.json`) as `T`; `None` when the
+    /// file does not exist.
+    pub fn read_json<T: DeserializeOwned>(&self, file: RunFile) -> Result<Option<T>, FolderError> {
+        let path = self.path(file);
+        let text = match std::fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(source) => return Err(FolderError::Io { path, source }),
+        };
+        serde_json::from_str(&text).map(Some).map_err(|e| FolderError::Format {
+            path,
+            line: e.line(),
+            message: e.to_string(),
+        })
+    }
+
+    /// Writes `bytes` as `file`, atomically.
+    pub fn write(&self, file: RunFile, bytes: &[u8]) -> Result<(), FolderError> {
+        let path = self.path(file);
+        write_atomic(&path, bytes).map_err(|source| FolderError::Io { path, source })
+    }
+
+    /// Writes `value` as pretty JSON (with a final newline) as `file`, atomically.
+    pub fn write_json(&self, file: RunFile, value: &impl Serialize) -> Result<(), FolderError> {
+        let path = self.path(file);
+        let mut bytes = serde_json::to_vec_pretty(value)
+            .map_err(std::io::Error::other)
+            .map_err(|source| FolderError::Io { path: path.clone(), source })?;
+        bytes.push(b'\n');
+        self.write(file, &bytes)
+    }
+
+    /// An appender for an NDJSON log of the folder (`samples`, `windows`), truncating it.
+    pub fn appender(&self, file: RunFile) -> std::io::Result<NdjsonAppender> {
+        Ok(NdjsonAppender { out: BufWriter::new(std::fs::File::create(self.path(file))?) })
+    }
+}
+
+/// Appends records to an NDJSON file, one whole line each.
+#[derive(Debug)]
+pub struct NdjsonAppender {
+    out: BufWriter<std::fs::File>,
+}
+
+impl NdjsonAppender {
+    /// Appends one record as a line.
+    pub fn append(&mut self, record: &impl Serialize) -> std::io::Result<()> {
+        serde_json::to_writer(&mut self.out, record).map_err(std::io::Error::other)?;
+        self.out.write_all(b"\n")
+    }
+
+    /// Flushes what is buffered to the file.
+    pub fn flush(&mut self) -> std::io::Result<()> {
+        self.out.flush()
+    }
+}
+
+/// Writes `bytes` to `path` atomically.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let tmp = path.with_extension(format!("{}.tmp", path.extension().and_then(|e| e.to_str()).unwrap_or("part")));
+    {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+    }
+    std::fs::rename(&tmp, path)
+}
+
+/// Reads an NDJSON file; absent is empty. A last line cut short (the run was killed while
+/// writing it) is skipped; any other bad line is an error naming it.
+fn read_ndjson<T: DeserializeOwned>(path: &Path) -> Result<Vec<T>, FolderError> {
+    let file = match std::fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(source) => return Err(FolderError::Io { path: path.to_path_buf(), source }),
+    };
+    let lines: Vec<String> = std::io::BufReader::new(file)
+        .lines()
+        .collect::<Result<_, _>>()
+        .map_err(|source| FolderError::Io { path: path.to_path_buf(), source })?;
+    let last = lines.len();
+    let mut out = Vec::with_capacity(lines.len());
+    for (i, line) in lines.iter().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        match serde_json::from_str(line) {
+            Ok(v) => out.push(v),
+            Err(e) if i + 1 == last && e.is_eof() => {}
+            Err(e) => {
+                return Err(FolderError::Format { path: path.to_path_buf(), line: i + 1, message: e.to_string() });
+            }
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_sort_by_time_and_names_are_safe() {
+        let t = SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_795_000_000);
+        assert_eq!(run_id(t), "20261118T110640Z");
+        assert_eq!(slug("slow upstream / game day"), "slow-upstream---game-day");
+        assert_eq!(slug("../x"), "x");
+    }
+
+    #[test]
+    fn same_second_runs_get_their_own_folder_and_writes_are_whole() {
+        let root = tempfile::tempdir().unwrap();
+        let a = RunFolder::create(None, root.path(), "s", "ID").unwrap();
+        let b = RunFolder::create(None, root.path(), "s", "ID").unwrap();
+        assert_ne!(a, b);
+        assert!(b.dir().ends_with("s/ID-2"));
+        a.write_json(RunFile::Summary, &serde_json::json!({"x": 1})).unwrap();
+        assert_eq!(std::fs::read_to_string(a.path(RunFile::Summary)).unwrap(), "{\n  \"x\": 1\n}\n");
+        assert_eq!(std::fs::read_dir(a.dir()).unwrap().count(), 1, "no temporary file left");
+    }
+
+    #[test]
+    fn a_cut_off_last_line_is_skipped_but_a_bad_line_is_located() {
+        let dir = tempfile::tempdir().unwrap();
+        let folder = RunFolder::open(dir.path());
+        let p = folder.path(RunFile::Windows);
+        std::fs::write(
+            &p,
+            "{\"t_s\":0,\"requests\":1,\"outcomes\":{},\"latency_ms\":null,\"ttft_p95_ms\":null}\n{\"t_s\":1,\"req",
+        )
+        .unwrap();
+        assert_eq!(folder.windows().unwrap().len(), 1);
+        std::fs::write(&p, "{\"t_s\":\"x\"}\n{}\n").unwrap();
+        let e = folder.windows().unwrap_err().to_string();
+        assert!(e.contains("windows.ndjson:1:"), "{e}");
+        assert!(folder.samples().unwrap().is_empty(), "an absent log is empty");
+    }
+
+    #[test]
+    fn what_the_appender_writes_the_reader_reads() {
+        let dir = tempfile::tempdir().unwrap();
+        let folder = RunFolder::open(dir.path());
+        let mut out = folder.appender(RunFile::Samples).unwrap();
+        let samples: Vec<Sample> = (0..3).map(|i| Sample::answered(i, i * 10, i * 10 + 5)).collect();
+        for s in &samples {
+            out.append(s).unwrap();
+        }
+        out.flush().unwrap();
+        assert_eq!(folder.samples().unwrap(), samples);
+    }
+}

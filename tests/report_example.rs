@@ -1,0 +1,37 @@
+//! The committed example run folder is what today's code renders: `chaos report` on a copy of
+//! `reports/examples/slow-upstream` rewrites `summary.json`, `report.md` and `report.html`
+//! byte for byte. A change to the analysis or the report therefore shows up here and is
+//! committed with a regenerated example (`chaos report reports/examples/slow-upstream`).
+
+use std::path::Path;
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let path = entry.unwrap().path();
+        let dest = to.join(path.file_name().unwrap());
+        if path.is_dir() {
+            copy_dir(&path, &dest);
+        } else {
+            std::fs::copy(&path, &dest).unwrap();
+        }
+    }
+}
+
+#[test]
+fn the_committed_example_is_what_the_report_pipeline_writes() {
+    let committed = Path::new("reports/examples/slow-upstream");
+    let dir = tempfile::tempdir().unwrap();
+    copy_dir(committed, dir.path());
+    let folder = chaos::run_folder::RunFolder::open(dir.path());
+    chaos::experiment::refinish(&folder).unwrap();
+    for f in ["summary.json", "report.md", "report.html"] {
+        let want = std::fs::read_to_string(committed.join(f)).unwrap();
+        let got = std::fs::read_to_string(dir.path().join(f)).unwrap();
+        assert!(
+            want == got,
+            "{f} differs from the committed example: regenerate it with `cargo run -- report {}`",
+            committed.display()
+        );
+    }
+}
