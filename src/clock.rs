@@ -3,6 +3,8 @@
 //! Every record the harness keeps (mock attempts now, client samples later) carries
 //! microseconds since the same epoch, so records from different components can be joined
 //! without wall-clock skew. Wall-clock time is used only for human-facing timestamps.
+//!
+//! Ground layer: imports nothing from the crate.
 
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 

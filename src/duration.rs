@@ -3,6 +3,8 @@
 //!
 //! Parsing is humantime's; this newtype exists so the files, the JSON Schema and the error
 //! messages all speak about the same thing.
+//!
+//! Ground layer: imports nothing from the crate.
 
 use std::fmt;
 use std::str::FromStr;

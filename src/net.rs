@@ -2,6 +2,8 @@
 //!
 //! The listen backlog is 4096: a backlog of 1024 refused thousands of connections in
 //! delay-accuracy runs at 4096 connections.
+//!
+//! Ground layer: imports nothing from the crate.
 
 use std::net::SocketAddr;
 

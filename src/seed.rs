@@ -6,6 +6,8 @@
 //! run seed, a named stream (an upstream's name, "content", …) and an index (that upstream's
 //! arrival index). PCG-64 (MCG variant) is used because its output is specified and stable
 //! across crate versions and platforms, unlike `SmallRng`.
+//!
+//! Ground layer: imports nothing from the crate.
 
 use rand::SeedableRng;
 use rand_pcg::Pcg64Mcg;

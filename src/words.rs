@@ -4,6 +4,8 @@
 //!
 //! Each token is one word from a fixed vocabulary (with a leading space after the first), so
 //! `usage.completion_tokens` equals the number of streamed content deltas.
+//!
+//! Ground layer: imports only `seed`.
 
 use crate::seed::{DecisionRng, mix, rng_for};
 use rand::Rng;

@@ -6,6 +6,8 @@
 //! | 1 | gate failed |
 //! | 2 | usage or scenario error |
 //! | 3 | run aborted or harness failure |
+//!
+//! Layer 7: the top; nothing in the library depends on it.
 
 mod check;
 mod fault;

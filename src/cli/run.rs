@@ -103,41 +103,13 @@ fn print(text: &str) -> Result<(), CliError> {
         .map_err(|source| CliError::Io { context: "writing to stdout".into(), source })
 }
 
-/// The result as a table, then where the folder is.
+/// The result as a table (the columns of report.md's stage table), then where the folder is.
 fn render(s: &Summary, dir: &std::path::Path) -> String {
+    let (header, rows) = crate::report::stage_table(s);
     let mut t = Table::new();
-    t.set_header([
-        "stage",
-        "load",
-        "requests",
-        "req/s",
-        "p50 ms",
-        "p95 ms",
-        "p99 ms",
-        "errors",
-        "attempts/req",
-        "steady",
-    ]);
-    for st in &s.stages {
-        let load = match st.level {
-            crate::analysis::summary::Level::Closed { users } => format!("{users} users"),
-            crate::analysis::summary::Level::Open { rate } => format!("{rate} req/s"),
-        };
-        let ms = |f: fn(&crate::analysis::summary::Percentiles) -> f64| {
-            st.latency_ms.as_ref().map_or("—".into(), |p| format!("{:.1}", f(p)))
-        };
-        t.add_row([
-            st.name.clone(),
-            load,
-            st.requests.to_string(),
-            format!("{:.1}", st.achieved_rps),
-            ms(|p| p.p50),
-            ms(|p| p.p95),
-            ms(|p| p.p99),
-            format!("{:.1} %", st.error_rate * 100.0),
-            st.attempts_per_request.map_or("—".into(), |a| format!("{a:.2}")),
-            crate::scenario::wire_name(&st.sustainability),
-        ]);
+    t.set_header(header);
+    for row in rows {
+        t.add_row(row);
     }
     let status = match s.status {
         RunStatus::Completed => "completed".to_string(),

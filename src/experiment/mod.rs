@@ -6,9 +6,11 @@
 //! timeline on the clock from it; drive the load while the consumers record, the watchdog
 //! checks the SUT, the limits and the abort rules, and the progress view reports; then stop
 //! the SUT and the mocks once, whatever happened, and finish (analyse → gate → render,
-//! [`finish`]). Whatever stops the run early — Ctrl-C,
+//! [`finish()`]). Whatever stops the run early — Ctrl-C,
 //! an abort rule, the SUT dying, a limit — the folder still gets a summary, marked
 //! `aborted` with the reason.
+//!
+//! Layer 6: may use every layer below; only `cli` depends on it.
 
 mod base;
 pub mod dry_run;

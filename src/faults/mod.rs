@@ -8,6 +8,9 @@
 //!
 //! Reproducibility: each fault consumes exactly two draws from the request's fault RNG whether
 //! or not it applies, so adding a fault never changes the decisions of the faults before it.
+//!
+//! Layer 1: builds on the ground only (durations, located errors, seeded RNGs); never
+//! `scenario` (which holds fault types) or anything above.
 
 mod build;
 mod envelope;

@@ -1,6 +1,9 @@
 //! Decisions of the whole timeline: stacking, windows, probability, matching, reproducibility.
 
 use super::*;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
 use crate::seed::rng_for;
 use proptest::prelude::*;
 

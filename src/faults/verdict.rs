@@ -59,7 +59,7 @@ pub struct RateOverride {
     pub rpm: Option<u32>,
     /// Tokens per minute the fault lowers to.
     pub tpm: Option<u32>,
-    /// The fault's strength now (see [`effective_limit`]).
+    /// The fault's strength now (see [`effective_limit`](super::effective_limit)).
     pub strength: f64,
 }
 

@@ -6,6 +6,9 @@
 //! validation error with a suggestion, never a silent pass. Each metric knows which way is
 //! worse and whether it is noisy (percentiles, rates: compared with the user's tolerance) or
 //! a ratio/count (amplification, fan-in: compared strictly).
+//!
+//! Layer 4: reads `analysis` summaries and `scenario`'s `[[gate]]` tables; must not depend on
+//! `report`, `experiment` or `cli`, and runs nothing.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

@@ -8,6 +8,9 @@
 //! `Retry-After`, a rate-based breaker with a fallback, load shedding, a single-flight jittered
 //! cache, health-aware routing, honest readiness). Built from tower layers, moka and reqwest.
 //! It depends on no harness internals: it sees upstreams only as URLs.
+//!
+//! Layer 2, self-contained: imports only the ground (durations, located errors, sockets);
+//! never `scenario`, `faults`, `mock` or anything above.
 
 mod breaker;
 mod cache;
@@ -125,9 +128,7 @@ impl GatewayState {
         let upstreams = Upstreams::new(
             urls.clone(),
             client,
-            config.client.pool_size,
-            config.client.pool_wait.map(|d| d.as_std()),
-            config.client.attempt_timeout.map(|d| d.as_std()),
+            &config.client,
             Router::new(&config.routing, urls.len(), now),
             breaker.clone(),
             metrics.clone(),

@@ -18,6 +18,7 @@ use hyper::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue, RETRY_AFTE
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::breaker::Breaker;
+use super::config::ClientConfig;
 use super::metrics::GatewayMetrics;
 use super::routing::Router;
 
@@ -143,19 +144,18 @@ pub fn healthy(status: StatusCode) -> bool {
 }
 
 impl Upstreams {
-    /// Upstreams at `urls` (origins such as `http://127.0.0.1:9000`); an error names a URL that
-    /// does not parse.
-    #[allow(clippy::too_many_arguments)]
+    /// Upstreams at `urls` (origins such as `http://127.0.0.1:9000`) reached through `client`
+    /// with the pool and attempt timeout of `config`; an error names a URL that does not parse.
     pub fn new(
         urls: Vec<String>,
         client: reqwest::Client,
-        pool_size: u32,
-        pool_wait: Option<Duration>,
-        attempt_timeout: Option<Duration>,
+        config: &ClientConfig,
         router: Router,
         breaker: Option<Arc<Mutex<Breaker>>>,
         metrics: Arc<GatewayMetrics>,
     ) -> Result<Self, String> {
+        let (pool_size, pool_wait, attempt_timeout) =
+            (config.pool_size, config.pool_wait.map(|d| d.as_std()), config.attempt_timeout.map(|d| d.as_std()));
         let urls = urls
             .iter()
             .map(|u| {

@@ -62,14 +62,7 @@ pub(crate) async fn serve_chat(
     let flavor = Flavor::from(api);
     let req = match request::parse_chat(body, api) {
         Ok(r) => r,
-        Err(bad) => {
-            return Ok(refuse(
-                &mut guard,
-                Decision::BadRequest,
-                ProviderError::new(400, bad.message).param(bad.param),
-                flavor,
-            ));
-        }
+        Err(bad) => return Ok(bad_request(&mut guard, bad, flavor)),
     };
     {
         let a = guard.attempt();
@@ -131,7 +124,15 @@ pub(crate) async fn serve_chat(
     guard.first_token(t0 + plan.ttft);
     drop(permit);
     let body = complete_body(&req, &ids, api, &plan, words, capped, &action);
-    Ok(deliver(guard, body, &action, expires_us, conn, flavor, &ids, limits.as_ref(), plan.output_tokens))
+    let delivery = Delivery {
+        action: &action,
+        expires_us,
+        flavor,
+        ids: &ids,
+        limits: limits.as_ref(),
+        tokens: plan.output_tokens,
+    };
+    Ok(deliver(guard, body, conn, &delivery))
 }
 
 pub(crate) async fn serve_embeddings(
@@ -143,14 +144,7 @@ pub(crate) async fn serve_embeddings(
     let flavor = Flavor::OpenAi;
     let req = match request::parse_embeddings(body) {
         Ok(r) => r,
-        Err(bad) => {
-            return Ok(refuse(
-                &mut guard,
-                Decision::BadRequest,
-                ProviderError::new(400, bad.message).param(bad.param),
-                flavor,
-            ));
-        }
+        Err(bad) => return Ok(bad_request(&mut guard, bad, flavor)),
     };
     guard.attempt().model = Some(Arc::from(req.model.as_str()));
     let state = guard.state().clone();
@@ -192,7 +186,8 @@ pub(crate) async fn serve_embeddings(
         }
         _ => embeddings::response(state.shared.seed, &req),
     };
-    Ok(deliver(guard, body, &action, expires_us, conn, flavor, &ids, limits.as_ref(), 1))
+    let delivery = Delivery { action: &action, expires_us, flavor, ids: &ids, limits: limits.as_ref(), tokens: 1 };
+    Ok(deliver(guard, body, conn, &delivery))
 }
 
 /// What happens before any capacity is used.
@@ -334,19 +329,25 @@ fn complete_body(
     }
 }
 
-/// Sends a finished JSON body the way the verdict says: whole, cut, stalled, dripped or reset.
-#[allow(clippy::too_many_arguments)]
-fn deliver(
-    guard: AttemptGuard,
-    body: Bytes,
-    action: &Action,
+/// How a finished body is to be sent: what the verdict said, and the headers it carries.
+struct Delivery<'a> {
+    action: &'a Action,
     expires_us: Option<u64>,
-    conn: Option<Arc<ConnCtl>>,
     flavor: Flavor,
-    ids: &ResponseIds,
-    limits: Option<&RateDecision>,
+    ids: &'a ResponseIds,
+    limits: Option<&'a RateDecision>,
+    /// Pieces a slow drip sends the body in.
     tokens: u32,
-) -> Response<MockBody> {
+}
+
+/// The provider's 400 for a body it cannot read.
+fn bad_request(guard: &mut AttemptGuard, bad: request::BadRequest, flavor: Flavor) -> Response<MockBody> {
+    refuse(guard, Decision::BadRequest, ProviderError::new(400, bad.message).param(bad.param), flavor)
+}
+
+/// Sends a finished JSON body the way the verdict says: whole, cut, stalled, dripped or reset.
+fn deliver(guard: AttemptGuard, body: Bytes, conn: Option<Arc<ConnCtl>>, d: &Delivery<'_>) -> Response<MockBody> {
+    let Delivery { action, expires_us, flavor, ids, limits, tokens } = *d;
     let state = guard.state().clone();
     let half = || vec![body.slice(..body.len() / 2)];
     let body = match *action {

@@ -16,6 +16,9 @@
 //! assert!(mock.attempts().is_empty());
 //! # Ok(()) }
 //! ```
+//!
+//! Layer 2: builds on `faults`, `scenario` and the ground; must not depend on `load`, `sut`,
+//! `gateway`, `analysis` or anything above.
 
 mod admin;
 mod admit;
@@ -23,6 +26,7 @@ mod answer;
 pub mod anthropic;
 pub mod attempts;
 mod body;
+mod builder;
 pub mod capacity;
 mod conn;
 pub mod embeddings;
@@ -33,6 +37,7 @@ mod ids;
 pub mod latency;
 pub mod metrics;
 pub mod openai;
+mod pool;
 pub mod provider_error;
 pub mod rate_limit;
 pub mod request;
@@ -51,13 +56,15 @@ use tokio::task::JoinHandle;
 
 pub use attempts::{Attempt, AttemptLog, DEFAULT_RING, Decision};
 pub use body::{Abort, MockBody};
+pub use builder::MockUpstreamBuilder;
 pub use events::{Event, EventKind};
+pub use pool::MockPool;
 pub use request::Api;
 pub use service::{Outcome, RequestBody};
 pub use timeline::TimelineError;
 
 use crate::clock::Clock;
-use crate::faults::{Entry, Fault, Timeline};
+use crate::faults::{Entry, Timeline};
 use crate::scenario::{DEFAULT_SEED, NamedFault, Profile, Upstream};
 use state::{Shared, UpstreamState};
 
@@ -259,204 +266,4 @@ impl App {
     pub(crate) fn state_for_tests(&self) -> Arc<UpstreamState> {
         self.state.clone()
     }
-}
-
-/// Builds a single [`MockUpstream`].
-#[derive(Debug)]
-pub struct MockUpstreamBuilder {
-    name: String,
-    profile: Profile,
-    listen: SocketAddr,
-    options: MockOptions,
-}
-
-impl Default for MockUpstreamBuilder {
-    fn default() -> Self {
-        Self {
-            name: "mock".into(),
-            profile: Profile::default(),
-            listen: SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
-            options: MockOptions::default(),
-        }
-    }
-}
-
-impl MockUpstreamBuilder {
-    /// Upstream name (appears in attempt records and metrics).
-    pub fn name(mut self, name: impl Into<String>) -> Self {
-        self.name = name.into();
-        self
-    }
-
-    /// The behaviour to serve.
-    pub fn profile(mut self, profile: Profile) -> Self {
-        self.profile = profile;
-        self
-    }
-
-    /// Address to listen on (default `127.0.0.1:0`).
-    pub fn listen(mut self, addr: SocketAddr) -> Self {
-        self.listen = addr;
-        self
-    }
-
-    /// Seed for decisions and content.
-    pub fn seed(mut self, seed: u64) -> Self {
-        self.options.seed = seed;
-        self
-    }
-
-    /// Shares a run clock with other components.
-    pub fn clock(mut self, clock: Clock) -> Self {
-        self.options.clock = clock;
-        self
-    }
-
-    /// Also writes every attempt record to an NDJSON file.
-    pub fn attempt_log(mut self, path: impl Into<PathBuf>) -> Self {
-        self.options.attempt_log = Some(path.into());
-        self
-    }
-
-    /// Adds a fault to the timeline (its `start` counts from when the mock starts), e.g.
-    /// `.fault(Fault::latency(3.0).after(Duration::from_secs(10)))`.
-    pub fn fault(mut self, fault: Fault) -> Self {
-        let position = self.options.faults.len();
-        let name = fault.envelope().name.map_or_else(|| Timeline::default_name(&fault, position), str::to_string);
-        self.options.faults.push(NamedFault { name, fault });
-        self
-    }
-
-    /// Binds and starts serving.
-    pub async fn start(self) -> Result<MockUpstream, MockError> {
-        let upstream = Upstream { name: self.name, listen: Some(self.listen), profile: self.profile };
-        let mut pool = MockPool::start(std::slice::from_ref(&upstream), self.options).await?;
-        Ok(pool.upstreams.remove(0))
-    }
-}
-
-/// Several named upstreams served from one process, sharing a clock, an attempt log and a
-/// metrics registry (each has its own port and profile).
-#[derive(Debug)]
-pub struct MockPool {
-    shared: Arc<Shared>,
-    upstreams: Vec<MockUpstream>,
-    admin: Option<(SocketAddr, watch::Sender<bool>)>,
-}
-
-impl MockPool {
-    /// Binds every upstream (in order) and starts serving.
-    pub async fn start(upstreams: &[Upstream], options: MockOptions) -> Result<Self, MockError> {
-        let names = upstreams.iter().map(|u| u.name.clone()).collect();
-        let shared = Arc::new(Shared::new(&options, names)?);
-        shared.timeline.add(options.faults.clone(), 0)?;
-        tokio::spawn(expiry::run(Arc::downgrade(&shared)));
-        let mut started: Vec<MockUpstream> = Vec::with_capacity(upstreams.len());
-        for u in upstreams {
-            if started.iter().any(|s| s.name() == u.name) {
-                return Err(MockError::DuplicateName(u.name.clone()));
-            }
-            let addr = u.listen.unwrap_or_else(|| SocketAddr::from((Ipv4Addr::LOCALHOST, 0)));
-            let listener =
-                crate::net::bind(addr).map_err(|source| MockError::Bind { name: u.name.clone(), addr, source })?;
-            let bound =
-                listener.local_addr().map_err(|source| MockError::Bind { name: u.name.clone(), addr, source })?;
-            let state = UpstreamState::new(&u.name, Some(bound), u.profile.clone(), shared.clone());
-            let (stop, stop_rx) = watch::channel(false);
-            let task = tokio::spawn(server::serve(listener, bound, state.clone(), stop_rx, options.grace));
-            started.push(MockUpstream { addr: bound, state, stop, task: Mutex::new(Some(task)) });
-        }
-        let admin = match options.admin {
-            Some(addr) => Some(start_admin(addr, options.admin_token.clone(), &shared).await?),
-            None => None,
-        };
-        Ok(Self { shared, upstreams: started, admin })
-    }
-
-    /// The upstreams, in the order given.
-    pub fn upstreams(&self) -> &[MockUpstream] {
-        &self.upstreams
-    }
-
-    /// The upstream called `name`.
-    pub fn get(&self, name: &str) -> Option<&MockUpstream> {
-        self.upstreams.iter().find(|u| u.name() == name)
-    }
-
-    /// Every attempt record still in memory, all upstreams, in arrival order of recording.
-    pub fn attempts(&self) -> Vec<Attempt> {
-        self.shared.attempts.snapshot().iter().map(|a| (**a).clone()).collect()
-    }
-
-    /// Prometheus text for every upstream.
-    pub fn metrics_text(&self) -> String {
-        self.shared.metrics.encode()
-    }
-
-    /// The fault timeline in force.
-    pub fn faults(&self) -> Arc<Timeline> {
-        self.shared.timeline.snapshot()
-    }
-
-    /// Adds faults whose `start` counts from now.
-    pub fn add_faults(&self, faults: Vec<NamedFault>) -> Result<Vec<Arc<Entry>>, TimelineError> {
-        self.shared.timeline.add(faults, self.shared.clock.now_us())
-    }
-
-    /// Adds faults whose `start` counts from `origin_us` on the run clock (a run's load start).
-    pub fn add_faults_at(&self, faults: Vec<NamedFault>, origin_us: u64) -> Result<Vec<Arc<Entry>>, TimelineError> {
-        self.shared.timeline.add(faults, origin_us)
-    }
-
-    /// Attempts recorded so far, every upstream (not bounded by the in-memory ring).
-    pub fn attempts_recorded(&self) -> u64 {
-        self.shared.attempts.recorded()
-    }
-
-    /// Removes the fault called `name`.
-    pub fn remove_fault(&self, name: &str) -> Result<(), TimelineError> {
-        self.shared.timeline.remove(name).map(|_| ())
-    }
-
-    /// The control API's origin, when it is served.
-    pub fn admin_uri(&self) -> Option<String> {
-        self.admin.as_ref().map(|(addr, _)| format!("http://{addr}"))
-    }
-
-    /// Fault events so far (expiries, flushes, outages), oldest first.
-    pub fn events(&self) -> Vec<Event> {
-        self.shared.events.snapshot()
-    }
-
-    /// Stops every upstream, then flushes and closes the attempt log file.
-    pub async fn shutdown(self) -> Result<(), MockError> {
-        if let Some((_, stop)) = &self.admin {
-            let _ = stop.send(true);
-        }
-        for u in &self.upstreams {
-            let _ = u.stop.send(true);
-        }
-        for u in &self.upstreams {
-            u.shutdown().await;
-        }
-        drop(self.upstreams);
-        self.shared.attempts.close().map_err(|source| MockError::AttemptLog { path: PathBuf::new(), source })
-    }
-}
-
-async fn start_admin(
-    addr: SocketAddr,
-    token: Option<String>,
-    shared: &Arc<Shared>,
-) -> Result<(SocketAddr, watch::Sender<bool>), MockError> {
-    admin::check_exposure(addr, token.as_deref()).map_err(|e| MockError::Bind {
-        name: "admin".into(),
-        addr,
-        source: std::io::Error::new(std::io::ErrorKind::PermissionDenied, e),
-    })?;
-    let listener = crate::net::bind(addr).map_err(|source| MockError::Bind { name: "admin".into(), addr, source })?;
-    let bound = listener.local_addr().map_err(|source| MockError::Bind { name: "admin".into(), addr, source })?;
-    let (stop, stop_rx) = watch::channel(false);
-    tokio::spawn(admin::serve(listener, shared.clone(), token, stop_rx));
-    Ok((bound, stop))
 }

@@ -186,7 +186,8 @@ mod tests {
     /// this keeps it from creeping back (the benchmark measures the whole per-stream cost).
     #[tokio::test]
     async fn the_per_request_state_machine_stays_small() {
-        let up = crate::scenario::Upstream { name: "x".into(), listen: None, profile: Profile::default() };
+        let up =
+            crate::scenario::Upstream { name: "x".into(), listen: None, profile: crate::scenario::Profile::default() };
         let app = crate::mock::App::new(&up, &crate::mock::MockOptions::default()).unwrap();
         let req = Request::new(http_body_util::Full::new(Bytes::new()));
         let future = handle(app.state_for_tests(), None, req);

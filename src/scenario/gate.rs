@@ -5,6 +5,8 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::{Load, ScenarioError, Source, did_you_mean};
+
 /// Which way a metric gets worse.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Worse {
@@ -121,5 +123,43 @@ impl GateCheck {
             (None, None) => String::new(),
         };
         format!("{}{scope}{bounds}", self.metric)
+    }
+}
+
+/// Checks `[[gate]]`: known metric names (with a suggestion), a phase that exists and a metric
+/// that can be per phase, and at least one bound.
+pub(super) fn check_gate(src: &Source, gate: &[GateCheck], load: Option<&Load>, errors: &mut Vec<ScenarioError>) {
+    let names: Vec<&str> = METRICS.iter().map(|m| m.name).collect();
+    let stages: Vec<&str> = load.map(|l| l.stages.iter().map(|s| s.name.as_str()).collect()).unwrap_or_default();
+    for (i, c) in gate.iter().enumerate() {
+        let key = |k: &str| format!("gate[{i}].{k}");
+        let Some(metric) = metric(&c.metric) else {
+            let hint = did_you_mean(&c.metric, names.iter().copied());
+            errors.push(src.invalid(
+                &key("metric"),
+                format!("{:?}{hint}", c.metric),
+                "a metric from the README's gate table, e.g. \"latency.p95_ms\"",
+            ));
+            continue;
+        };
+        if let Some(p) = &c.phase {
+            if !metric.per_phase {
+                errors.push(src.invalid(
+                    &key("phase"),
+                    format!("a phase for {}", c.metric),
+                    "no phase: this metric is for the whole run",
+                ));
+            } else if !stages.contains(&p.as_str()) {
+                let hint = did_you_mean(p, stages.iter().copied());
+                errors.push(src.invalid(
+                    &key("phase"),
+                    format!("{p:?}{hint}"),
+                    format!("one of the phases and steps: {}", stages.join(", ")),
+                ));
+            }
+        }
+        if c.min.is_none() && c.max.is_none() {
+            errors.push(src.invalid(&key("metric"), "no bound", "max = … and/or min = …"));
+        }
     }
 }

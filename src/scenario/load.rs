@@ -10,6 +10,10 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+mod plan;
+
+pub(crate) use plan::{problems, resolve};
+
 use super::Duration;
 
 /// The wire format of the requests.
@@ -311,158 +315,5 @@ impl Load {
     /// When the last stage ends.
     pub fn length(&self) -> Duration {
         self.stages.last().map_or(Duration::ZERO, Stage::end)
-    }
-}
-
-/// Problems in a `[load]` section, as (key path, found, expected).
-pub(crate) fn problems(load: &LoadSection) -> Vec<(String, String, String)> {
-    let mut out = Vec::new();
-    let mut push = |k: String, found: String, expected: &str| out.push((k, found, expected.to_string()));
-    if load.phase.is_empty() && load.sweep.is_none() {
-        push("load".into(), "no phases and no sweep".into(), "at least one [[load.phase]] or a [load.sweep]");
-    }
-    if let Some(e) = &load.endpoint
-        && !e.starts_with('/')
-    {
-        push("load.endpoint".into(), format!("{e:?}"), "a path starting with /");
-    }
-    if load.prompts.count == 0 {
-        push("load.prompts.count".into(), "0".into(), "at least 1 prompt");
-    }
-    if !(load.prompts.exponent > 0.0 && load.prompts.exponent.is_finite()) {
-        push("load.prompts.exponent".into(), load.prompts.exponent.to_string(), "a number > 0");
-    }
-    if load.max_users == Some(0) {
-        push("load.max_users".into(), "0".into(), "at least 1");
-    }
-    if load.timeout.is_some_and(|t| t.as_std().is_zero()) {
-        push("load.timeout".into(), "0s".into(), "a duration > 0");
-    }
-    let mut names = std::collections::HashSet::new();
-    for (i, p) in load.phase.iter().enumerate() {
-        let key = |k: &str| format!("load.phase[{i}].{k}");
-        if p.name.trim().is_empty() {
-            push(key("name"), "an empty name".into(), "a phase name");
-        } else if !names.insert(p.name.as_str()) {
-            push(key("name"), format!("{:?} again", p.name), "a name no other phase uses");
-        }
-        if p.duration.as_std().is_zero() {
-            push(key("duration"), "0s".into(), "a duration > 0");
-        }
-        if p.warmup.is_some_and(|w| w >= p.duration) {
-            push(key("warmup"), p.warmup.unwrap_or_default().to_string(), "shorter than the phase");
-        }
-        match (p.users, p.rate) {
-            (Some(_), Some(_)) => {
-                push(key("rate"), "both users and rate".into(), "users (closed load) or rate (open load)")
-            }
-            (None, None) => {
-                push(key("users"), "neither users nor rate".into(), "users = N (closed load) or rate = R (open load)")
-            }
-            (None, Some(r)) if !(r >= 0.0 && r.is_finite()) => {
-                push(key("rate"), r.to_string(), "requests per second ≥ 0")
-            }
-            (Some(_), None) if p.arrival.is_some() => {
-                push(key("arrival"), "arrival with users".into(), "arrival only with rate")
-            }
-            (None, Some(_)) if p.think_time.is_some() => {
-                push(key("think_time"), "think_time with rate".into(), "think_time only with users")
-            }
-            _ => {}
-        }
-    }
-    if let Some(s) = &load.sweep {
-        match (&s.users, &s.rates) {
-            (Some(_), Some(_)) => {
-                push("load.sweep.rates".into(), "both users and rates".into(), "users = [...] or rates = [...]")
-            }
-            (None, None) => push(
-                "load.sweep".into(),
-                "neither users nor rates".into(),
-                "users = [1, 2, 4, 8] or rates = [10, 20, 40]",
-            ),
-            (Some(u), None) if u.is_empty() => push("load.sweep.users".into(), "[]".into(), "at least one step"),
-            (None, Some(r)) if r.is_empty() || r.iter().any(|r| !(*r >= 0.0 && r.is_finite())) => {
-                push("load.sweep.rates".into(), format!("{r:?}"), "at least one rate, each ≥ 0")
-            }
-            _ => {}
-        }
-        if s.step.as_std().is_zero() {
-            push("load.sweep.step".into(), "0s".into(), "a duration > 0");
-        }
-        if s.warmup.is_some_and(|w| w >= s.step) {
-            push("load.sweep.warmup".into(), s.warmup.unwrap_or_default().to_string(), "shorter than the step");
-        }
-    }
-    let r = &load.retry;
-    if r.backoff.as_ref().is_some_and(|b| b.base > b.max) {
-        push("load.retry.backoff".into(), "base above max".into(), "base ≤ max");
-    }
-    out
-}
-
-/// Resolves a checked `[load]`: defaults, and stages laid end to end from the run start.
-pub(crate) fn resolve(load: &LoadSection) -> Load {
-    let api = load.api.unwrap_or_default();
-    let mut stages = Vec::new();
-    let mut at = Duration::ZERO;
-    for p in &load.phase {
-        let level = match (p.users, p.rate) {
-            (Some(users), _) => LoadLevel::Closed { users, think: p.think_time.unwrap_or_default() },
-            (None, rate) => LoadLevel::Open { rate: rate.unwrap_or(0.0), arrival: p.arrival.unwrap_or_default() },
-        };
-        let duration = p.duration;
-        stages.push(Stage {
-            name: p.name.clone(),
-            kind: StageKind::Phase,
-            start: at,
-            duration,
-            warmup: p.warmup.unwrap_or_default(),
-            level,
-        });
-        at += duration;
-    }
-    if let Some(s) = &load.sweep {
-        let levels: Vec<LoadLevel> = match (&s.users, &s.rates) {
-            (Some(users), _) => users.iter().map(|&users| LoadLevel::Closed { users, think: Duration::ZERO }).collect(),
-            (None, Some(rates)) => {
-                rates.iter().map(|&rate| LoadLevel::Open { rate, arrival: s.arrival.unwrap_or_default() }).collect()
-            }
-            (None, None) => Vec::new(),
-        };
-        for (i, level) in levels.into_iter().enumerate() {
-            let duration = s.step;
-            let warmup = s.warmup.unwrap_or_default();
-            stages.push(Stage {
-                name: format!("step-{}", i + 1),
-                kind: StageKind::Step,
-                start: at,
-                duration,
-                warmup,
-                level,
-            });
-            at += duration;
-        }
-    }
-    Load {
-        api,
-        endpoint: load.endpoint.clone().unwrap_or_else(|| api.default_endpoint().to_string()),
-        model: load.model.clone().unwrap_or_else(|| {
-            match api {
-                Api::Openai => "gpt-4o-mini",
-                Api::Anthropic => "claude-sonnet-4",
-            }
-            .to_string()
-        }),
-        stream: load.stream.unwrap_or(false),
-        max_tokens: load.max_tokens.or((api == Api::Anthropic).then_some(256)),
-        request_id: load.request_id.unwrap_or_default(),
-        headers: load.headers.clone(),
-        timeout: load.timeout.unwrap_or(Duration::from_secs(60)),
-        max_users: load.max_users,
-        prompts: load.prompts.clone(),
-        retry: load.retry.clone(),
-        fallback: load.fallback.clone(),
-        stages,
     }
 }

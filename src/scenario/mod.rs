@@ -2,6 +2,9 @@
 //!
 //! Holds the serde types, their defaults, validation with file:line:column errors, and the
 //! JSON Schema export. It reads files but does no other I/O.
+//!
+//! Layer 1: may hold `faults` types; builds on the ground; must not depend on `faults`'
+//! siblings above it (`mock`, `load`, `sut`, `gateway`) or anything higher.
 
 mod distribution;
 pub mod gate;
@@ -9,8 +12,9 @@ pub mod load;
 mod profile;
 pub mod schema;
 pub mod sut;
+mod timeline;
+mod upstreams;
 
-use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use schemars::JsonSchema;
@@ -25,8 +29,13 @@ pub use profile::{
     Profile, ProfileFile, RateLimit, RateLimitSection, UpstreamSpec,
 };
 pub use sut::{AbortSection, Limits, LimitsSection, Placeholder, Sut, SutKind, SutMode, SutSection};
+pub use timeline::{faults_from_source, load_faults};
+pub use upstreams::{load_profile, profile_from_source};
 
 use crate::faults::{Fault, Timeline};
+use gate::check_gate;
+use timeline::{anchor_faults, check_faults};
+use upstreams::resolve_members;
 
 /// A scenario file as written.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -188,15 +197,13 @@ impl Scenario {
         }
         let upstreams = resolve_members(src, &Profile::default(), &file.upstream, &mut errors);
         let names: Vec<&str> = upstreams.iter().map(|u| u.name.as_str()).collect();
-        let mut problems = Vec::new();
         if let Some(load) = &file.load {
-            problems.extend(load::problems(load));
+            errors.extend(load::problems(load).located(src, ""));
         }
         if let Some(sut) = &file.sut {
-            problems.extend(sut.problems(&names));
+            errors.extend(sut.problems(&names).located(src, ""));
         }
-        problems.extend(sut::limit_problems(&file.limits, &file.abort));
-        errors.extend(problems.into_iter().map(|(k, found, expected)| src.invalid(&k, found, expected)));
+        errors.extend(sut::limit_problems(&file.limits, &file.abort).located(src, ""));
         let load = file.load.as_ref().map(load::resolve);
         let anchored = anchor_faults(src, &file.fault, load.as_ref(), &mut errors);
         let faults = check_faults(src, &anchored, &names, &mut errors);
@@ -253,261 +260,4 @@ impl Scenario {
         self.time_scale *= factor;
         self
     }
-}
-
-/// Parses a phase anchor: `phase:NAME` or `phase:NAME+DURATION`.
-fn parse_anchor(at: &str) -> Option<(&str, Duration)> {
-    let rest = at.strip_prefix("phase:")?;
-    match rest.split_once('+') {
-        Some((name, offset)) => Some((name.trim(), offset.parse().ok()?)),
-        None => Some((rest.trim(), Duration::ZERO)),
-    }
-}
-
-/// Resolves `at = "phase:NAME[+D]"`: the fault's `start` then counts from that phase's start.
-fn anchor_faults(src: &Source, faults: &[Fault], load: Option<&Load>, errors: &mut Vec<ScenarioError>) -> Vec<Fault> {
-    let phases: Vec<&Stage> =
-        load.map(|l| l.stages.iter().filter(|s| s.kind == StageKind::Phase).collect()).unwrap_or_default();
-    faults
-        .iter()
-        .enumerate()
-        .map(|(i, fault)| {
-            let mut fault = fault.clone();
-            let Some(at) = fault.envelope().at.map(str::to_string) else { return fault };
-            let key = format!("fault[{i}].at");
-            let Some((name, offset)) = parse_anchor(&at) else {
-                errors.push(src.invalid(
-                    &key,
-                    format!("{at:?}"),
-                    "\"phase:NAME\" or \"phase:NAME+DURATION\", e.g. \"phase:fault+10s\"",
-                ));
-                return fault;
-            };
-            match phases.iter().find(|p| p.name == name) {
-                Some(phase) => {
-                    let env = fault.envelope_mut();
-                    *env.start = Some(phase.start + offset + env.start.unwrap_or_default());
-                    *env.at = None;
-                }
-                None => {
-                    let names: Vec<&str> = phases.iter().map(|p| p.name.as_str()).collect();
-                    let hint = did_you_mean(name, names.iter().copied());
-                    let expected = if names.is_empty() {
-                        "a phase name, but the scenario has no [[load.phase]]".to_string()
-                    } else {
-                        format!("one of the phases: {}", names.join(", "))
-                    };
-                    errors.push(src.invalid(&key, format!("phase {name:?}{hint}"), expected));
-                    *fault.envelope_mut().at = None;
-                }
-            }
-            fault
-        })
-        .collect()
-}
-
-/// Reads a faults file, checking `match.upstream` against `upstreams` (when given).
-pub fn load_faults(path: &Path, upstreams: Option<&[&str]>) -> Result<Vec<NamedFault>, ScenarioError> {
-    faults_from_source(&Source::read(path)?, upstreams)
-}
-
-/// Like [`load_faults`], from text.
-pub fn faults_from_source(src: &Source, upstreams: Option<&[&str]>) -> Result<Vec<NamedFault>, ScenarioError> {
-    let file: FaultsFile = src.parse()?;
-    let mut errors = Vec::new();
-    let faults = check_faults_at(src, "fault", &file.fault, upstreams, &mut errors);
-    match ScenarioError::from_list(errors) {
-        Some(e) => Err(e),
-        None => Ok(faults),
-    }
-}
-
-fn check_faults(
-    src: &Source,
-    faults: &[Fault],
-    upstreams: &[&str],
-    errors: &mut Vec<ScenarioError>,
-) -> Vec<NamedFault> {
-    check_faults_at(src, "fault", faults, Some(upstreams), errors)
-}
-
-/// Validates a timeline: each fault's values, unique names, known upstreams. Key paths are
-/// `{prefix}[i].key`, located in `src`.
-fn check_faults_at(
-    src: &Source,
-    prefix: &str,
-    faults: &[Fault],
-    upstreams: Option<&[&str]>,
-    errors: &mut Vec<ScenarioError>,
-) -> Vec<NamedFault> {
-    let mut seen = HashSet::new();
-    let mut out = Vec::with_capacity(faults.len());
-    for (i, fault) in faults.iter().enumerate() {
-        let key = |k: &str| format!("{prefix}[{i}].{k}");
-        errors.extend(fault.problems().located(src, &format!("{prefix}[{i}]")));
-        let env = fault.envelope();
-        let name = env.name.map_or_else(|| Timeline::default_name(fault, i), str::to_string);
-        if !seen.insert(name.clone()) {
-            errors.push(src.invalid(&key("name"), format!("{name:?} again"), "a name no other fault uses"));
-        }
-        if let (Some(known), Some(wanted)) = (upstreams, env.matches.upstream.as_deref())
-            && !known.contains(&wanted)
-        {
-            let hint = did_you_mean(wanted, known.iter().copied());
-            errors.push(src.invalid(
-                &key("match.upstream"),
-                format!("{wanted:?}{hint}"),
-                format!("one of the upstreams: {}", known.join(", ")),
-            ));
-        }
-        out.push(NamedFault { name, fault: fault.clone() });
-    }
-    out
-}
-
-/// Checks `[[gate]]`: known metric names (with a suggestion), a phase that exists and a metric
-/// that can be per phase, and at least one bound.
-fn check_gate(src: &Source, gate: &[gate::GateCheck], load: Option<&Load>, errors: &mut Vec<ScenarioError>) {
-    let names: Vec<&str> = gate::METRICS.iter().map(|m| m.name).collect();
-    let stages: Vec<&str> = load.map(|l| l.stages.iter().map(|s| s.name.as_str()).collect()).unwrap_or_default();
-    for (i, c) in gate.iter().enumerate() {
-        let key = |k: &str| format!("gate[{i}].{k}");
-        let Some(metric) = gate::metric(&c.metric) else {
-            let hint = did_you_mean(&c.metric, names.iter().copied());
-            errors.push(src.invalid(
-                &key("metric"),
-                format!("{:?}{hint}", c.metric),
-                "a metric from the README's gate table, e.g. \"latency.p95_ms\"",
-            ));
-            continue;
-        };
-        if let Some(p) = &c.phase {
-            if !metric.per_phase {
-                errors.push(src.invalid(
-                    &key("phase"),
-                    format!("a phase for {}", c.metric),
-                    "no phase: this metric is for the whole run",
-                ));
-            } else if !stages.contains(&p.as_str()) {
-                let hint = did_you_mean(p, stages.iter().copied());
-                errors.push(src.invalid(
-                    &key("phase"),
-                    format!("{p:?}{hint}"),
-                    format!("one of the phases and steps: {}", stages.join(", ")),
-                ));
-            }
-        }
-        if c.min.is_none() && c.max.is_none() {
-            errors.push(src.invalid(&key("metric"), "no bound", "max = … and/or min = …"));
-        }
-    }
-}
-
-/// Reads a profile file and returns the upstreams it describes: one for a plain profile (named
-/// by its `name`, or the file stem), or every member of a pool.
-pub fn load_profile(path: &Path) -> Result<Vec<Upstream>, ScenarioError> {
-    profile_from_source(&Source::read(path)?)
-}
-
-/// Like [`load_profile`], from text.
-pub fn profile_from_source(src: &Source) -> Result<Vec<Upstream>, ScenarioError> {
-    let file: ProfileFile = src.parse()?;
-    let mut errors = Vec::new();
-    let base = base_profile(src, &file, &mut errors);
-    let upstreams = if file.upstream.is_empty() {
-        vec![Upstream { name: base.name.clone(), listen: None, profile: base }]
-    } else {
-        resolve_members(src, &base, &file.upstream, &mut errors)
-    };
-    match ScenarioError::from_list(errors) {
-        Some(e) => Err(e),
-        None => Ok(upstreams),
-    }
-}
-
-/// Defaults with one profile file's own sections applied.
-fn base_profile(src: &Source, file: &ProfileFile, errors: &mut Vec<ScenarioError>) -> Profile {
-    let layer = file.layer();
-    errors.extend(layer.problems().located(src, ""));
-    let mut profile = Profile::default();
-    profile.apply(layer);
-    profile.name = file
-        .name
-        .clone()
-        .unwrap_or_else(|| src.path.file_stem().map_or_else(|| "mock".into(), |s| s.to_string_lossy().into_owned()));
-    profile
-}
-
-/// Resolves `[[upstream]]` tables: `base`, then the referenced profile file, then inline keys.
-fn resolve_members(
-    src: &Source,
-    base: &Profile,
-    specs: &[UpstreamSpec],
-    errors: &mut Vec<ScenarioError>,
-) -> Vec<Upstream> {
-    let mut seen = HashSet::new();
-    let mut out = Vec::new();
-    for (i, spec) in specs.iter().enumerate() {
-        let key = |k: &str| format!("upstream[{i}].{k}");
-        if !valid_name(&spec.name) {
-            errors.push(src.invalid(&key("name"), format!("{:?}", spec.name), "a name of letters, digits, `-` or `_`"));
-        } else if !seen.insert(spec.name.as_str()) {
-            errors.push(src.invalid(
-                &key("name"),
-                format!("{:?} again", spec.name),
-                "a name not used by another upstream",
-            ));
-        }
-        let mut profile = base.clone();
-        if let Some(rel) = &spec.profile {
-            match referenced_profile(src, rel) {
-                Ok(p) => profile = p,
-                Err(Referenced::Unreadable(e)) => {
-                    let resolved = src.dir().join(rel);
-                    let found = format!("{rel:?} ({}: {e})", resolved.display());
-                    errors.push(src.invalid(&key("profile"), found, "a readable profile file, relative to this file"))
-                }
-                Err(Referenced::Pool) => errors.push(src.invalid(
-                    &key("profile"),
-                    format!("{rel:?}, a pool"),
-                    "a single profile, not a pool",
-                )),
-                Err(Referenced::Invalid(e)) => errors.push(e),
-            }
-        }
-        errors.extend(spec.layer().problems().located(src, &format!("upstream[{i}]")));
-        profile.apply(spec.layer());
-        profile.name.clone_from(&spec.name);
-        out.push(Upstream { name: spec.name.clone(), listen: spec.listen, profile });
-    }
-    out
-}
-
-enum Referenced {
-    Unreadable(std::io::Error),
-    Pool,
-    Invalid(ScenarioError),
-}
-
-fn referenced_profile(src: &Source, rel: &str) -> Result<Profile, Referenced> {
-    let path = src.dir().join(rel);
-    let inner = match Source::read(&path) {
-        Ok(s) => s,
-        Err(ScenarioError::Read { source, .. }) => return Err(Referenced::Unreadable(source)),
-        Err(e) => return Err(Referenced::Invalid(e)),
-    };
-    let file: ProfileFile = inner.parse().map_err(Referenced::Invalid)?;
-    if !file.upstream.is_empty() {
-        return Err(Referenced::Pool);
-    }
-    let mut errors = Vec::new();
-    let profile = base_profile(&inner, &file, &mut errors);
-    match ScenarioError::from_list(errors) {
-        Some(e) => Err(Referenced::Invalid(e)),
-        None => Ok(profile),
-    }
-}
-
-fn valid_name(name: &str) -> bool {
-    !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
 }

@@ -14,6 +14,8 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::located::Problems;
+
 use super::Duration;
 
 /// A placeholder in `[sut]` text.
@@ -158,8 +160,8 @@ pub struct Sut {
 }
 
 impl SutSection {
-    pub(crate) fn problems(&self, upstreams: &[&str]) -> Vec<(String, String, String)> {
-        let mut out = Vec::new();
+    pub(crate) fn problems(&self, upstreams: &[&str]) -> Problems {
+        let mut out = Problems::default();
         let mut texts: Vec<(String, &str)> = Vec::new();
         if let Some(c) = &self.command {
             texts.extend(c.iter().enumerate().map(|(i, a)| (format!("sut.command[{i}]"), a.as_str())));
@@ -178,12 +180,11 @@ impl SutSection {
                     _ => None,
                 };
                 if let Some(bad) = bad {
-                    out.push((key.clone(), bad, KNOWN_PLACEHOLDERS.to_string()));
+                    out.push(key.clone(), bad, KNOWN_PLACEHOLDERS);
                 }
             }
         }
-        let mut push =
-            |k: &str, found: String, expected: &str| out.push((format!("sut.{k}"), found, expected.to_string()));
+        let mut push = |k: &str, found: String, expected: &str| out.push(format!("sut.{k}"), found, expected);
         match (&self.builtin, &self.command, &self.url) {
             (Some(_), Some(_), _) => {
                 push("command", "both builtin and command".into(), "builtin = \"gateway\" or command = [...]")
@@ -300,18 +301,18 @@ pub struct Limits {
 /// Requests allowed when `[limits]` does not say.
 pub const DEFAULT_MAX_REQUESTS: u64 = 1_000_000;
 
-pub(crate) fn limit_problems(limits: &LimitsSection, abort: &AbortSection) -> Vec<(String, String, String)> {
-    let mut out = Vec::new();
+pub(crate) fn limit_problems(limits: &LimitsSection, abort: &AbortSection) -> Problems {
+    let mut out = Problems::default();
     if limits.max_requests == Some(0) {
-        out.push(("limits.max_requests".into(), "0".into(), "at least 1".into()));
+        out.push("limits.max_requests", "0", "at least 1");
     }
     if limits.max_duration.is_some_and(|d| d.as_std().is_zero()) {
-        out.push(("limits.max_duration".into(), "0s".into(), "a duration > 0".into()));
+        out.push("limits.max_duration", "0s", "a duration > 0");
     }
     if let Some(r) = abort.error_rate
         && !(0.0..=1.0).contains(&r)
     {
-        out.push(("abort.error_rate".into(), r.to_string(), "a share from 0 to 1".into()));
+        out.push("abort.error_rate", r.to_string(), "a share from 0 to 1");
     }
     out
 }

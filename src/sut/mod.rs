@@ -6,6 +6,9 @@
 //! last log lines; it is stopped with SIGTERM, then SIGKILL after a grace. Placeholders in
 //! its command, environment and URL (`{upstream.NAME.url}`, `{sut.port}`, …) are expanded
 //! here. This module knows nothing of faults.
+//!
+//! Layer 2: builds on `scenario`, `gateway` (to start the built-in one) and the ground; must
+//! not depend on `mock`, `load`, `faults` or anything above.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -223,7 +226,8 @@ pub async fn start(sut: Option<&Sut>, ctx: &SutContext) -> Result<RunningSut, Su
             }
             let program = ctx.chaos_bin.display().to_string();
             let what = format!("chaos gateway --policy {policy} (child)");
-            spawn(&program, &args, &[], None, format!("http://127.0.0.1:{port}"), what, sut, ctx)
+            let url = format!("http://127.0.0.1:{port}");
+            spawn(Process { program, args, env: Vec::new(), cwd: None, url, what }, sut, ctx)
         }
         SutKind::Command { command, env, cwd, url } => {
             let port = free_port()?;
@@ -234,7 +238,7 @@ pub async fn start(sut: Option<&Sut>, ctx: &SutContext) -> Result<RunningSut, Su
                 env.iter().map(|(k, v)| Ok((k.clone(), expand(v, ctx, port)?))).collect::<Result<_, SutError>>()?;
             let program = expand(&command[0], ctx, port)?;
             let what = format!("command {}", command.join(" "));
-            spawn(&program, &args, &env, Some(cwd), url, what, sut, ctx)
+            spawn(Process { program, args, env, cwd: Some(cwd), url, what }, sut, ctx)
         }
         SutKind::External { url } => {
             let url = expand(url, ctx, 0)?;
@@ -251,22 +255,25 @@ fn policy_config(policy: &str) -> Result<GatewayConfig, SutError> {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-fn spawn(
-    program: &str,
-    args: &[String],
-    env: &[(String, String)],
-    cwd: Option<&Path>,
+/// A process to start as the SUT.
+struct Process<'a> {
+    program: String,
+    args: Vec<String>,
+    env: Vec<(String, String)>,
+    cwd: Option<&'a Path>,
+    /// Where it will listen.
     url: String,
+    /// How to describe it.
     what: String,
-    sut: &Sut,
-    ctx: &SutContext,
-) -> Result<RunningSut, SutError> {
+}
+
+fn spawn(p: Process<'_>, sut: &Sut, ctx: &SutContext) -> Result<RunningSut, SutError> {
+    let Process { program, args, env, cwd, url, what } = p;
     let logs = [ctx.run_dir.join("sut.stdout.log"), ctx.run_dir.join("sut.stderr.log")];
     let open = |p: &PathBuf| {
         std::fs::File::create(p).map_err(|source| SutError::Io { context: format!("creating {}", p.display()), source })
     };
-    let mut cmd = tokio::process::Command::new(program);
+    let mut cmd = tokio::process::Command::new(&program);
     cmd.args(args)
         .envs(env.iter().cloned())
         .stdin(Stdio::null())
@@ -276,7 +283,7 @@ fn spawn(
     if let Some(dir) = cwd {
         cmd.current_dir(dir);
     }
-    let child = cmd.spawn().map_err(|source| SutError::Spawn { program: program.to_string(), source })?;
+    let child = cmd.spawn().map_err(|source| SutError::Spawn { program, source })?;
     Ok(RunningSut::Child { child, url, what, stop_timeout: sut.stop_timeout.as_std(), logs })
 }
 
@@ -392,39 +399,4 @@ pub fn probe_client() -> reqwest::Client {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn ctx() -> SutContext {
-        SutContext {
-            upstreams: vec![
-                ("primary".into(), "http://127.0.0.1:9001".into()),
-                ("backup".into(), "http://127.0.0.1:9002".into()),
-            ],
-            run_dir: PathBuf::from("/tmp/run"),
-            allow_remote: vec![],
-            chaos_bin: PathBuf::from("chaos"),
-        }
-    }
-
-    #[test]
-    fn placeholders_expand_and_unknown_ones_are_errors() {
-        let c = ctx();
-        assert_eq!(expand("{upstream.primary.url}/v1", &c, 5).unwrap(), "http://127.0.0.1:9001/v1");
-        assert_eq!(expand("--port={sut.port} {upstream.backup.port}", &c, 8080).unwrap(), "--port=8080 9002");
-        assert_eq!(expand("{upstreams}", &c, 0).unwrap(), "http://127.0.0.1:9001,http://127.0.0.1:9002");
-        assert_eq!(expand("{run.dir}/x", &c, 0).unwrap(), "/tmp/run/x");
-        assert!(
-            matches!(expand("{upstream.nope.url}", &c, 0), Err(SutError::Placeholder(p)) if p == "upstream.nope.url")
-        );
-        assert!(matches!(expand("{sut.host}", &c, 0), Err(SutError::Placeholder(_))));
-    }
-
-    #[test]
-    fn targets_must_be_loopback_unless_allowed() {
-        assert!(check_target("http://127.0.0.1:8080", &[]).is_ok());
-        assert!(check_target("http://[::1]:8080/x", &[]).is_ok());
-        assert!(check_target("http://10.0.0.5:8080", &[]).is_err());
-        assert!(check_target("http://10.0.0.5:8080", &["10.0.0.5".into()]).is_ok());
-    }
-}
+mod tests;

@@ -1,0 +1,208 @@
+//! What one goose user does on each turn: wait for its intended send time (open load) or its
+//! think time (closed load), send the logical request with its correlation id, retry as the
+//! scenario's client policy says, time every byte, classify the answer and emit one sample.
+
+use super::*;
+
+impl Shared {
+    /// Sleeps until `us` on the run clock; false if the run was stopped first.
+    async fn sleep_until_us(&self, us: u64) -> bool {
+        let mut stop = self.stop.clone();
+        if *stop.borrow() {
+            return false;
+        }
+        let at = tokio::time::Instant::from_std(self.clock.instant_at(us));
+        let stopped = tokio::select! {
+            () = tokio::time::sleep_until(at) => false,
+            _ = stop.wait_for(|s| *s) => true,
+        };
+        !stopped && !*self.stop.borrow()
+    }
+
+    /// One turn of a user: take a ticket and carry it out.
+    pub(super) async fn step(&self, user: &mut GooseUser) {
+        self.turn(user).await;
+        // Goose's user loop does not yield between transactions: a turn that finished
+        // without waiting (a stopped run, an instant error) would starve the runtime,
+        // the killswitch watcher and the mock with it.
+        tokio::task::yield_now().await;
+    }
+
+    async fn turn(&self, user: &mut GooseUser) {
+        if *self.stop.borrow() {
+            // Stopped: idle until goose sees the killswitch and ends this user.
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            return;
+        }
+        let now = self.clock.now_us();
+        match self.schedule.next(user.weighted_users_index, now) {
+            Ticket::Done => {
+                self.finished.store(true, Ordering::Relaxed);
+                goose::trigger_killswitch("chaos: plan complete");
+                self.sleep_until_us(now + 20_000).await;
+            }
+            Ticket::Wait { until_us } => {
+                // Wake at least every second, so a stop or a schedule change is seen.
+                self.sleep_until_us(until_us.min(now + 1_000_000)).await;
+            }
+            Ticket::Send { id, stage, intended_us } => {
+                if !self.sleep_until_us(intended_us).await {
+                    return;
+                }
+                let mut stop = self.stop.clone();
+                self.schedule.begin(stage);
+                let sample = tokio::select! {
+                    s = self.request(user, id, stage, intended_us) => Some(s),
+                    _ = stop.wait_for(|s| *s) => None,
+                };
+                self.schedule.end();
+                let Some(sample) = sample else { return };
+                if self.sink.try_send(sample).is_err() {
+                    self.lost.fetch_add(1, Ordering::Relaxed);
+                }
+                let think = self.schedule.think(stage);
+                if !think.is_zero() {
+                    let until = self.clock.now_us() + think.as_micros() as u64;
+                    self.sleep_until_us(until.min(self.schedule.stage_end_us(stage))).await;
+                }
+            }
+        }
+    }
+
+    /// One logical request, with the client's own retries.
+    async fn request(&self, user: &mut GooseUser, id: u64, stage: u16, intended_us: u64) -> Sample {
+        let body = bytes::Bytes::from(self.prompts.body(id));
+        let rid = HeaderValue::from_str(&format!("r{id}")).unwrap_or(HeaderValue::from_static("r"));
+        let id_header = matches!(
+            self.load.request_id,
+            crate::scenario::RequestIdMode::Header | crate::scenario::RequestIdMode::Both
+        );
+        let sent_us = self.clock.now_us();
+        let mut attempt = 0u8;
+        loop {
+            attempt = attempt.saturating_add(1);
+            let answer = self.attempt(user, &body, id_header.then(|| rid.clone())).await;
+            let retry = &self.load.retry;
+            let retryable = match answer.outcome {
+                Outcome::Timeout => retry.on_timeout,
+                Outcome::ConnectError => retry.on_connect_error,
+                _ => answer.status != 0 && retry.on_status.contains(&answer.status),
+            };
+            if retryable && u32::from(attempt) <= retry.max_retries {
+                let backoff = retry.backoff.as_ref().map_or(Duration::ZERO, |b| {
+                    let ceiling = b
+                        .base
+                        .as_std()
+                        .saturating_mul(1 << u32::from(attempt.saturating_sub(1)).min(16))
+                        .min(b.max.as_std());
+                    // Seeded per (request, attempt): the same run backs off the same way.
+                    let mut rng = crate::seed::rng_for(
+                        self.seed,
+                        crate::seed::stream_key("client-retry"),
+                        id << 8 | u64::from(attempt),
+                    );
+                    ceiling.mul_f64(rng.random::<f64>())
+                });
+                let wait = match (retry.honour_retry_after, answer.retry_after) {
+                    (true, Some(ra)) => backoff.max(ra),
+                    _ => backoff,
+                };
+                if !self.sleep_until_us(self.clock.now_us() + wait.as_micros() as u64).await {
+                    // Stopped while backing off: report what the last attempt got.
+                } else {
+                    continue;
+                }
+            }
+            return Sample {
+                id,
+                stage,
+                intended_us,
+                sent_us,
+                done_us: self.clock.us_at(answer.done),
+                ttft_us: answer.first_token.map(|t| self.clock.us_at(t).saturating_sub(intended_us)),
+                itl_us: answer.gaps_us,
+                status: answer.status,
+                outcome: answer.outcome,
+                attempts: attempt,
+                sut_attempts: answer.sut_attempts,
+                tokens: answer.tokens,
+                key: self.prompts.pick(id) as u32,
+            };
+        }
+    }
+
+    /// One HTTP attempt through goose's client.
+    async fn attempt(&self, user: &mut GooseUser, body: &bytes::Bytes, rid: Option<HeaderValue>) -> Attempted {
+        let fail = |outcome| Attempted { outcome, done: Instant::now(), ..Attempted::default() };
+        let Ok(mut rb) = user.get_request_builder(&GooseMethod::Post, &self.load.endpoint) else {
+            return fail(Outcome::ConnectError);
+        };
+        rb = rb.header(CONTENT_TYPE, "application/json").body(body.clone()).timeout(self.load.timeout.as_std());
+        if let Some(rid) = rid {
+            rb = rb.header("x-chaos-request-id", rid);
+        }
+        if self.load.api == Api::Anthropic {
+            rb = rb.header("anthropic-version", "2023-06-01");
+        }
+        for (name, value) in &self.headers {
+            rb = rb.header(name, value);
+        }
+        let resp = match user.request(GooseRequest::builder().set_request_builder(rb).build()).await {
+            Ok(g) => g.response,
+            Err(_) => return fail(Outcome::ConnectError),
+        };
+        let resp = match resp {
+            Ok(r) => r,
+            Err(e) => return fail(if e.is_timeout() { Outcome::Timeout } else { Outcome::ConnectError }),
+        };
+        let status = resp.status().as_u16();
+        let header_u32 =
+            |name: &str| resp.headers().get(name).and_then(|v| v.to_str().ok()?.trim().parse::<u32>().ok());
+        let sut_attempts = header_u32("x-chaos-attempts");
+        let retry_after = resp
+            .headers()
+            .get("retry-after-ms")
+            .and_then(|v| v.to_str().ok()?.parse::<u64>().ok())
+            .map(Duration::from_millis)
+            .or_else(|| header_u32(RETRY_AFTER.as_str()).map(|s| Duration::from_secs(u64::from(s))));
+        let reading = answer::read(resp, self.load.api, self.load.stream, &self.load.fallback).await;
+        Attempted {
+            status,
+            outcome: reading.outcome.unwrap_or_else(|| Outcome::of_status(status)),
+            done: Instant::now(),
+            first_token: reading.first_token,
+            gaps_us: reading.gaps_us,
+            tokens: reading.tokens,
+            sut_attempts,
+            retry_after,
+        }
+    }
+}
+
+/// What one attempt got.
+#[derive(Debug)]
+struct Attempted {
+    status: u16,
+    outcome: Outcome,
+    done: Instant,
+    first_token: Option<Instant>,
+    gaps_us: Vec<u32>,
+    tokens: u32,
+    sut_attempts: Option<u32>,
+    retry_after: Option<Duration>,
+}
+
+impl Default for Attempted {
+    fn default() -> Self {
+        Self {
+            status: 0,
+            outcome: Outcome::ConnectError,
+            done: Instant::now(),
+            first_token: None,
+            gaps_us: Vec::new(),
+            tokens: 0,
+            sut_attempts: None,
+            retry_after: None,
+        }
+    }
+}
