@@ -30,7 +30,8 @@ fn the_committed_example_is_what_the_report_pipeline_writes() {
         let got = std::fs::read_to_string(dir.path().join(f)).unwrap();
         assert!(
             want == got,
-            "{f} differs from the committed example: regenerate it with `cargo run -- report {}`",
+            "{f} differs from the committed example: regenerate it with `cargo run -- report {}` \
+             (or, when what a run measures changed, with ci/example-report.sh)",
             committed.display()
         );
     }

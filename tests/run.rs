@@ -55,7 +55,8 @@ async fn closed_load_straight_at_the_mock_measures_its_service_time() {
     assert_eq!(st.level, Level::Closed { users: 4 });
     // 4 users, each 100 ms per request, for 2 s: 80 requests, 40 req/s.
     assert!((74..=82).contains(&st.requests), "{}", st.requests);
-    assert!((37.0..=41.0).contains(&st.achieved_rps), "{}", st.achieved_rps);
+    assert!((37.0..=41.0).contains(&st.offered_rps), "{}", st.offered_rps);
+    assert!((37.0..=41.0).contains(&st.goodput_rps), "{}", st.goodput_rps);
     let lat = st.latency_ms.unwrap();
     assert!(lat.p50 >= 100.0 && lat.p50 < 110.0 && lat.p99 < 130.0, "{lat:?}");
     assert_eq!(st.outcomes["ok"], st.requests);
@@ -327,34 +328,86 @@ retry_after = "200ms"
 
 /// A closed sweep against a mock with `c` slots and a fixed 100 ms service time: latency is
 /// flat up to c users and grows beyond; throughput levels off at c / 0.1 s.
-async fn knee_of(c: u32, users: &[u32]) -> (f64, f64, String) {
-    let list: Vec<String> = users.iter().map(u32::to_string).collect();
+/// How a sweep steps its load.
+#[derive(Clone, Copy, Debug)]
+enum Sweep {
+    /// `[load.sweep] users = [...]`.
+    Closed,
+    /// `[load.sweep] rates = [...]`.
+    Open,
+}
+
+/// Sweeps `loads` against a mock with `c` slots, a fixed 100 ms service time and a queue of
+/// `queue` in front of the slots (0: refuse at once); returns (knee, safe limit, method) and
+/// the steps' sustainability labels.
+async fn knee_of(sweep: Sweep, c: u32, queue: u32, loads: &[f64]) -> (f64, f64, String, Vec<(f64, String)>) {
+    let list: Vec<String> = loads.iter().map(f64::to_string).collect();
+    let (key, list) = match sweep {
+        Sweep::Closed => ("users", loads.iter().map(|l| (*l as u32).to_string()).collect::<Vec<_>>().join(", ")),
+        Sweep::Open => ("rates", list.join(", ")),
+    };
     let text = format!(
         r#"
 name = "sweep-{c}"
 [[upstream]]
 name = "primary"
 latency = {{ ttft = {{ dist = "fixed", value = "100ms" }}, output_tokens = {{ dist = "fixed", value = 1 }} }}
-capacity = {{ slots = {c}, queue = 1000 }}
+capacity = {{ slots = {c}, queue = {queue} }}
 [load]
 [load.sweep]
-users = [{}]
+{key} = [{list}]
 step = "1200ms"
 warmup = "300ms"
-"#,
-        list.join(", ")
+"#
     );
     let (s, _dir) = run(&text).await;
     let sw = s.sweep.expect("sweep analysis");
-    let knee = sw.knee.clone().unwrap_or_else(|| panic!("no knee for c = {c}: {sw:?}"));
-    (knee.load, sw.safe_limit.as_ref().map_or(f64::NAN, |l| l.load), knee.method)
+    let knee = sw.knee.clone().unwrap_or_else(|| panic!("no knee for c = {c} ({sweep:?}, queue {queue}): {sw:?}"));
+    let labels = sw.steps.iter().map(|st| (st.load, st.sustainability.clone())).collect();
+    (knee.load, sw.safe_limit.as_ref().map_or(f64::NAN, |l| l.load), knee.method, labels)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_closed_sweep_finds_the_knee_at_the_mocks_slot_count() {
-    for (c, users) in [(2u32, vec![1u32, 2, 3, 4]), (4, vec![1, 2, 3, 4, 5, 6, 8]), (8, vec![2, 4, 6, 8, 10, 12, 16])] {
-        let (knee, safe, method) = knee_of(c, &users).await;
-        assert!((knee - f64::from(c)).abs() <= 0.1 * f64::from(c), "c = {c}: knee at {knee} users ({method})");
-        assert!((safe - 0.8 * knee).abs() < 1e-9);
+    for queue in [1000, 0] {
+        for (c, users) in [
+            (2u32, vec![1.0, 2.0, 3.0, 4.0]),
+            (4, vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0]),
+            (8, vec![2.0, 4.0, 6.0, 8.0, 10.0, 12.0, 16.0]),
+        ] {
+            let (knee, safe, method, _) = knee_of(Sweep::Closed, c, queue, &users).await;
+            let what = format!("c = {c}, queue {queue}: knee at {knee} users ({method})");
+            assert!((knee - f64::from(c)).abs() <= 0.1 * f64::from(c), "{what}");
+            assert!((safe - 0.8 * knee).abs() < 1e-9, "{what}");
+        }
+    }
+}
+
+/// c slots × 100 ms serve c / 0.1 s = 10·c requests per second: an open sweep's knee is there,
+/// whether the mock queues the excess (the backlog grows: unsustainable steps) or refuses it
+/// at once (429s: error-heavy steps).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_open_sweep_finds_the_knee_at_slots_over_service_time() {
+    for queue in [1000, 0] {
+        for c in [2u32, 4, 8] {
+            let capacity = 10.0 * f64::from(c);
+            // Steps as fine as the tolerance around the capacity: the mock's own overhead
+            // (~2.5 ms per 100 ms answer) already puts the real capacity 2.5 % below c / S.
+            let rates: Vec<f64> = [0.25, 0.5, 0.75, 0.9, 1.0, 1.1, 1.25, 1.5].iter().map(|f| f * capacity).collect();
+            let (knee, safe, method, labels) = knee_of(Sweep::Open, c, queue, &rates).await;
+            let what = format!("c = {c}, queue {queue}: knee at {knee} req/s for a capacity of {capacity} ({method})");
+            assert!((knee - capacity).abs() <= 0.1 * capacity, "{what}");
+            assert!((safe - 0.8 * knee).abs() < 1e-9, "{what}");
+            // Offered 1.25× and 1.5× the capacity with a queue, the backlog grows: never
+            // `sustained`. Below the capacity nothing is `unsustainable`.
+            for (load, label) in &labels {
+                if queue > 0 && *load >= 1.25 * capacity {
+                    assert_eq!(label, "unsustainable", "{what}: {labels:?}");
+                }
+                if *load <= 0.75 * capacity {
+                    assert_eq!(label, "sustained", "{what}: {labels:?}");
+                }
+            }
+        }
     }
 }

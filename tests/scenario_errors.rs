@@ -299,3 +299,14 @@ fn an_unknown_gate_metric_suggests_the_closest() {
         "#}
     )));
 }
+
+#[test]
+fn sweep_steps_must_rise() {
+    let text = |steps: &str| format!("{UPSTREAM}[load]\n[load.sweep]\n{steps}\nstep = \"5s\"\n");
+    let e = scenario_error(&text("users = [64, 32, 16]"));
+    assert!(e.contains("bad.toml:") && e.contains("`load.sweep.users` is [64, 32, 16]"), "{e}");
+    assert!(e.contains("strictly increasing"), "{e}");
+    let e = scenario_error(&text("rates = [10.0, 10.0, 20.0]"));
+    assert!(e.contains("`load.sweep.rates` is [10.0, 10.0, 20.0]"), "{e}");
+    assert!(Scenario::from_source(&Source::new("s.toml", text("users = [8, 16, 32]"))).is_ok());
+}

@@ -48,13 +48,16 @@ fn summarise(data: &RunData) -> Summary {
         .iter()
         .filter(|st| st.kind == "step")
         .map(|st| {
-            let lat = st.latency_ms.unwrap_or_default();
+            // The curve of what a successful user waited; a step where nothing succeeded
+            // falls back to every outcome (its errors cut the usable curve anyway).
+            let lat = st.latency_valid_ms.or(st.latency_ms).unwrap_or_default();
             sweep::SweepStep {
                 load: match st.level {
                     summary::Level::Closed { users } => f64::from(users),
                     summary::Level::Open { rate } => rate,
                 },
-                rps: st.achieved_rps,
+                offered_rps: st.offered_rps,
+                goodput_rps: st.goodput_rps,
                 p50_ms: lat.p50,
                 p95_ms: lat.p95,
                 p99_ms: lat.p99,
@@ -70,20 +73,38 @@ fn summarise(data: &RunData) -> Summary {
     };
     let multiplier = s.faults.iter().filter_map(|f| f.multiplier).reduce(f64::max);
     s.sweep = (!steps.is_empty()).then(|| sweep::analyse(unit, steps, multiplier));
-    let names: Vec<String> = s.stages.iter().map(|st| st.name.clone()).collect();
-    s.retry = retry::analyse(&data.samples, &data.attempts, &names, t0);
+    s.retry = retry::analyse(&data.samples, &data.attempts, &spans(&s), t0, s.declared_max_retries);
     s.stampede = stampede::analyse(&data.expiries(), &data.samples, &data.attempts, t0);
+    // The baseline: the stage named `baseline`, or else the first stage with requests.
+    let spans = spans(&s);
     let baseline = s
         .stages
         .iter()
-        .find(|st| st.name == "baseline")
-        .or_else(|| s.stages.iter().find(|st| st.requests > 0))
-        .and_then(|st| st.latency_ms.map(|l| (st.name.clone(), l.p95, st.error_rate)));
+        .position(|st| st.name == "baseline")
+        .or_else(|| s.stages.iter().position(|st| st.requests > 0))
+        .and_then(|i| {
+            let sp = &spans[i];
+            recovery::baseline_of(&data.samples, sp.from_us, sp.to_us).map(|(p95, bad)| (sp.name.clone(), p95, bad))
+        });
+    let seconds = recovery::by_send_second(&data.samples, t0);
     s.recovery = baseline
-        .map(|(name, p95, err)| recovery::recovery(&s.faults, &data.windows, (&name, p95, err), s.duration_s))
+        .map(|(name, p95, bad)| recovery::recovery(&s.faults, &seconds, (&name, p95, bad), s.duration_s))
         .unwrap_or_default();
     s.failover = recovery::failover(&s.faults, &data.attempts, t0, s.upstreams.len());
     s
+}
+
+/// The measured part of each stage (after its warm-up), µs on the run clock.
+pub fn spans(s: &Summary) -> Vec<retry::Span> {
+    let us = |secs: f64| s.load_start_us + (secs * 1e6).round() as u64;
+    s.stages
+        .iter()
+        .map(|st| retry::Span {
+            name: st.name.clone(),
+            from_us: us(st.start_s + st.warmup_s),
+            to_us: us(st.start_s + st.duration_s),
+        })
+        .collect()
 }
 
 /// Counts attempts per stage by request id: attempt `a` belongs to the stage whose id range

@@ -53,8 +53,16 @@ impl OutcomeCounts {
 /// Everything measured for one stage (samples whose intended time falls in it, after warm-up).
 #[derive(Clone, Debug)]
 pub struct StageRecord {
-    /// Latency from the intended send time, µs.
+    /// Latency from the intended send time, µs, every outcome.
     pub latency: Histogram<u64>,
+    /// The same, valid answers from an upstream only (what a successful user waited).
+    pub latency_valid: Histogram<u64>,
+    /// The largest latency, µs, exactly (a histogram only knows its bucket's edge).
+    pub latency_max_us: u64,
+    /// The largest latency of a valid answer, µs, exactly.
+    pub latency_valid_max_us: u64,
+    /// Requests that never got a first content token (streams: timeouts, errors, empty).
+    pub no_first_token: u64,
     /// Time to first token, µs (streams).
     pub ttft: Histogram<u64>,
     /// Gaps between tokens, µs (streams).
@@ -78,12 +86,21 @@ pub struct StageRecord {
     /// The lowest and highest request id counted: ids are handed out in time order, so the
     /// mock's attempts for this stage's requests are those whose id falls in this range.
     pub id_range: Option<(u64, u64)>,
+    /// Requests that *finished* within the stage's measured span (whenever they were sent).
+    pub completed: u64,
+    /// Of those, valid answers from an upstream: `ok`, and not answered without one (a SUT
+    /// that reports `x-chaos-attempts: 0` served it from a cache or a fallback).
+    pub good_completed: u64,
 }
 
 impl StageRecord {
     fn new() -> Self {
         Self {
             latency: histogram(3),
+            latency_valid: histogram(3),
+            latency_max_us: 0,
+            latency_valid_max_us: 0,
+            no_first_token: 0,
             ttft: histogram(3),
             itl: histogram(3),
             lag: histogram(3),
@@ -95,6 +112,8 @@ impl StageRecord {
             warmup_excluded: 0,
             tokens: 0,
             id_range: None,
+            completed: 0,
+            good_completed: 0,
         }
     }
 }
@@ -188,6 +207,7 @@ impl Recorder {
             record(&mut window.ttft, t);
         }
         window.outcomes.add(s.outcome);
+        self.count_completion(s);
 
         let Some((span, stage)) = self.spans.get(s.stage as usize).zip(self.stages.get_mut(s.stage as usize)) else {
             return;
@@ -197,8 +217,14 @@ impl Recorder {
             return;
         }
         record(&mut stage.latency, s.latency_us());
-        if let Some(t) = s.ttft_us {
-            record(&mut stage.ttft, t);
+        stage.latency_max_us = stage.latency_max_us.max(s.latency_us());
+        if s.outcome == Outcome::Ok && s.sut_attempts != Some(0) {
+            record(&mut stage.latency_valid, s.latency_us());
+            stage.latency_valid_max_us = stage.latency_valid_max_us.max(s.latency_us());
+        }
+        match s.ttft_us {
+            Some(t) => record(&mut stage.ttft, t),
+            None => stage.no_first_token += 1,
         }
         for gap in &s.itl_us {
             record(&mut stage.itl, u64::from(*gap));
@@ -224,6 +250,18 @@ impl Recorder {
         }
         stage.tokens += u64::from(s.tokens);
         stage.id_range = Some(stage.id_range.map_or((s.id, s.id), |(lo, hi)| (lo.min(s.id), hi.max(s.id))));
+    }
+
+    /// Counts `s` as a completion of the stage whose measured span holds its end.
+    fn count_completion(&mut self, s: &Sample) {
+        let Some(k) = self.spans.iter().position(|sp| s.done_us >= sp.warmup_end_us && s.done_us < sp.end_us) else {
+            return;
+        };
+        let stage = &mut self.stages[k];
+        stage.completed += 1;
+        if s.outcome == Outcome::Ok && s.sut_attempts != Some(0) {
+            stage.good_completed += 1;
+        }
     }
 
     /// Closes the windows that ended before `now_us` (minus a grace for late samples) and

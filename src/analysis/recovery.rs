@@ -1,18 +1,23 @@
 //! Recovery after each fault window, and failover away from a faulted upstream.
 //!
-//! Recovery: after a fault window ends, the seconds until p95 latency and the error rate are
-//! back within a tolerance of the baseline phase and stay there for [`STABLE_WINDOWS`] windows.
-//! Never back means `seconds = null`, `recovered = false`: a metastable failure, the headline
-//! of a game day. Failover: the time from a fault's start until the faulted upstream gets
-//! less than [`FAILOVER_SHARE`] of the attempts.
+//! Recovery: after a fault window ends, the seconds until requests are served as in the
+//! baseline phase again, for [`STABLE_WINDOWS`] consecutive seconds. Seconds are by intended
+//! send time (what a request sent then went through — the latency chart's basis too), and a
+//! second counts only on *valid upstream answers*: its share of them is back within
+//! [`ERROR_SLACK`] of the baseline's and their p95 within [`P95_FACTOR`] × + [`P95_SLACK_MS`].
+//! A breaker answering fallbacks in 2 ms has not recovered; a second with fewer than
+//! [`MIN_SECOND_REQUESTS`] requests, or none, breaks the streak. Never back means
+//! `seconds = null`, `recovered = false`: a metastable failure, the headline of a game day.
+//! Failover: the time from a fault's start until the faulted upstream gets less than
+//! [`FAILOVER_SHARE`] of the attempts for [`STABLE_WINDOWS`] consecutive seconds, each with at
+//! least [`MIN_SECOND_ATTEMPTS`] attempts.
 
 use std::collections::BTreeMap;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::WindowSummary;
-use crate::record::Attempt;
+use crate::record::{Attempt, Outcome, Sample};
 
 /// p95 counts as recovered within this factor of the baseline p95…
 pub const P95_FACTOR: f64 = 1.25;
@@ -24,6 +29,10 @@ pub const ERROR_SLACK: f64 = 0.02;
 pub const STABLE_WINDOWS: usize = 3;
 /// A faulted upstream has been failed away from once its share of attempts is below this.
 pub const FAILOVER_SHARE: f64 = 0.05;
+/// A second of requests needs at least this many to count towards recovery.
+pub const MIN_SECOND_REQUESTS: u64 = 3;
+/// A second of attempts needs at least this many to count towards failover.
+pub const MIN_SECOND_ATTEMPTS: u64 = 5;
 
 /// A fault window on the load's clock (seconds from the load start).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -55,9 +64,9 @@ pub struct Recovery {
     pub recovered: bool,
     /// The baseline it was compared with: p95 ms and error rate, and the stage they came from.
     pub baseline_stage: String,
-    /// Baseline p95, ms.
+    /// Baseline p95 of valid upstream answers, ms.
     pub baseline_p95_ms: f64,
-    /// Baseline error rate.
+    /// Baseline share of requests that were not valid upstream answers.
     pub baseline_error_rate: f64,
 }
 
@@ -70,40 +79,88 @@ pub struct Failover {
     pub upstream: String,
     /// Its share of attempts before the fault.
     pub share_before: Option<f64>,
-    /// Seconds from the fault's start until its share fell below 5 % (`null`: never).
+    /// Seconds from the fault's start until its share stayed below 5 % for 3 seconds
+    /// (`null`: never).
     pub seconds: Option<f64>,
 }
 
-fn failed_share(w: &WindowSummary) -> f64 {
-    if w.requests == 0 {
-        return 0.0;
-    }
-    w.failed() as f64 / w.requests as f64
+/// The requests sent in one second (by intended send time).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SendSecond {
+    /// Requests sent.
+    pub requests: u64,
+    /// Of which valid answers from an upstream.
+    pub valid: u64,
+    /// p95 latency of the valid answers, ms.
+    pub p95_valid_ms: Option<f64>,
 }
 
-/// Recovery after each fault that ends before the run does. `baseline` is (stage name, p95 ms,
-/// error rate); `run_end_s` the end of the load.
+/// A valid answer from an upstream: `ok`, and not answered without an upstream attempt.
+fn valid(s: &Sample) -> bool {
+    s.outcome == Outcome::Ok && s.sut_attempts != Some(0)
+}
+
+fn p95_ms(mut v: Vec<u64>) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_unstable();
+    let i = ((0.95 * v.len() as f64).ceil() as usize).clamp(1, v.len()) - 1;
+    Some(v[i] as f64 / 1000.0)
+}
+
+/// Requests by second of intended send time from `t0_us`.
+pub fn by_send_second(samples: &[Sample], t0_us: u64) -> Vec<SendSecond> {
+    let sec = |s: &Sample| (s.intended_us.saturating_sub(t0_us) / 1_000_000) as usize;
+    let Some(last) = samples.iter().map(sec).max() else { return Vec::new() };
+    let mut latencies: Vec<Vec<u64>> = vec![Vec::new(); last + 1];
+    let mut out = vec![SendSecond::default(); last + 1];
+    for s in samples {
+        let i = sec(s);
+        out[i].requests += 1;
+        if valid(s) {
+            out[i].valid += 1;
+            latencies[i].push(s.latency_us());
+        }
+    }
+    for (o, l) in out.iter_mut().zip(latencies) {
+        o.p95_valid_ms = p95_ms(l);
+    }
+    out
+}
+
+/// The baseline to recover to, from the requests sent in `[from_us, to_us)`: the p95 of the
+/// valid answers (ms) and the share of requests that were not valid answers.
+pub fn baseline_of(samples: &[Sample], from_us: u64, to_us: u64) -> Option<(f64, f64)> {
+    let span: Vec<&Sample> = samples.iter().filter(|s| s.intended_us >= from_us && s.intended_us < to_us).collect();
+    let good: Vec<u64> = span.iter().filter(|s| valid(s)).map(|s| s.latency_us()).collect();
+    let invalid = 1.0 - good.len() as f64 / span.len().max(1) as f64;
+    p95_ms(good).map(|p| (p, (invalid * 1000.0).round() / 1000.0))
+}
+
+/// Recovery after each fault that ends before the run does. `baseline` is (stage name, p95
+/// of valid answers in ms, share not valid); `run_end_s` the end of the load.
 pub fn recovery(
     faults: &[FaultWindow],
-    windows: &[WindowSummary],
+    seconds: &[SendSecond],
     baseline: (&str, f64, f64),
     run_end_s: f64,
 ) -> Vec<Recovery> {
-    let (stage, p95, err) = baseline;
-    let good = |w: &WindowSummary| {
-        w.requests > 0
-            && w.latency_ms.is_some_and(|l| l.p95 <= p95 * P95_FACTOR + P95_SLACK_MS)
-            && failed_share(w) <= err + ERROR_SLACK
+    let (stage, p95, invalid) = baseline;
+    let good = |s: &SendSecond| {
+        s.requests >= MIN_SECOND_REQUESTS
+            && 1.0 - s.valid as f64 / s.requests as f64 <= invalid + ERROR_SLACK
+            && s.p95_valid_ms.is_some_and(|l| l <= p95 * P95_FACTOR + P95_SLACK_MS)
     };
     faults
         .iter()
         .filter_map(|f| f.end_s.filter(|&e| e < run_end_s).map(|end| (f, end)))
         .filter(|(f, _)| f.kind != "ttl_expiry")
         .map(|(f, end)| {
-            let after: Vec<&WindowSummary> = windows.iter().filter(|w| (w.t_s as f64) >= end.floor()).collect();
-            let at = (0..after.len())
-                .find(|&i| after.len() >= i + STABLE_WINDOWS && after[i..i + STABLE_WINDOWS].iter().all(|w| good(w)));
-            let seconds = at.map(|i| ((after[i].t_s as f64 - end).max(0.0) * 10.0).round() / 10.0);
+            let first = end.floor() as usize;
+            let at = (first..seconds.len().saturating_sub(STABLE_WINDOWS - 1))
+                .find(|&i| seconds[i..i + STABLE_WINDOWS].iter().all(good));
+            let seconds = at.map(|i| ((i as f64 - end).max(0.0) * 10.0).round() / 10.0);
             Recovery {
                 fault: f.name.clone(),
                 ended_s: end,
@@ -111,7 +168,7 @@ pub fn recovery(
                 recovered: seconds.is_some(),
                 baseline_stage: stage.to_string(),
                 baseline_p95_ms: p95,
-                baseline_error_rate: err,
+                baseline_error_rate: invalid,
             }
         })
         .collect()
@@ -148,8 +205,10 @@ pub fn failover(faults: &[FaultWindow], attempts: &[Attempt], t0_us: u64, pool_s
             let before: (u64, u64) =
                 (0..start.min(mine.len())).fold((0, 0), |acc, i| (acc.0 + mine[i], acc.1 + total[i]));
             let end = f.end_s.map_or(mine.len(), |e| (e.ceil() as usize).min(mine.len()));
-            let seconds = (start..end)
-                .find(|&i| total[i] > 0 && (mine[i] as f64) < FAILOVER_SHARE * total[i] as f64)
+            let away =
+                |i: usize| total[i] >= MIN_SECOND_ATTEMPTS && (mine[i] as f64) < FAILOVER_SHARE * total[i] as f64;
+            let seconds = (start..end.saturating_sub(STABLE_WINDOWS - 1))
+                .find(|&i| (i..i + STABLE_WINDOWS).all(away))
                 .map(|i| ((i as f64 - f.start_s).max(0.0) * 10.0).round() / 10.0);
             Some(Failover {
                 fault: f.name.clone(),
@@ -164,17 +223,8 @@ pub fn failover(faults: &[FaultWindow], attempts: &[Attempt], t0_us: u64, pool_s
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::recorder::WindowLatency;
 
-    fn window(t_s: u64, p95: f64, ok: u64, failed: u64) -> WindowSummary {
-        WindowSummary {
-            t_s,
-            requests: ok + failed,
-            outcomes: [("ok".to_string(), ok), ("error".to_string(), failed)].into_iter().collect(),
-            latency_ms: Some(WindowLatency { p50: p95 / 2.0, p95, p99: p95, max: p95 }),
-            ttft_p95_ms: None,
-        }
-    }
+    const SEC: u64 = 1_000_000;
 
     fn fault(end: Option<f64>) -> FaultWindow {
         FaultWindow {
@@ -187,25 +237,60 @@ mod tests {
         }
     }
 
+    /// 10 requests a second for `secs` seconds; `at(t)` gives (latency ms, outcome, sut
+    /// attempts) for the requests sent in second t.
+    fn samples(secs: u64, at: impl Fn(u64) -> (u64, Outcome, Option<u32>)) -> Vec<Sample> {
+        (0..secs * 10)
+            .map(|i| {
+                let t = i * SEC / 10;
+                let (ms, outcome, sut_attempts) = at(t / SEC);
+                Sample { outcome, sut_attempts, ..Sample::answered(i, t, t + ms * 1000) }
+            })
+            .collect()
+    }
+
+    fn recovered(samples: &[Sample], end: f64, run_end: f64) -> Option<f64> {
+        let base = baseline_of(samples, 0, 10 * SEC).expect("a baseline");
+        recovery(&[fault(Some(end))], &by_send_second(samples, 0), ("baseline", base.0, base.1), run_end)[0].seconds
+    }
+
     #[test]
-    fn recovery_counts_from_the_fault_end_to_three_good_windows() {
+    fn recovery_counts_from_the_fault_end_to_three_good_seconds() {
         // Fault ends at 20 s; latency stays high until 24 s, one good blip at 22 s.
-        let mut w: Vec<WindowSummary> = (0..10).map(|t| window(t, 100.0, 10, 0)).collect();
-        w.extend((10..24).map(|t| window(t, if t == 22 { 100.0 } else { 900.0 }, 10, 0)));
-        w.extend((24..30).map(|t| window(t, 110.0, 10, 0)));
-        let r = recovery(&[fault(Some(20.0))], &w, ("baseline", 100.0, 0.0), 30.0);
-        assert_eq!(r[0].seconds, Some(4.0), "{r:?}");
-        assert!(r[0].recovered);
+        let s = samples(30, |t| (if (10..24).contains(&t) && t != 22 { 900 } else { 100 }, Outcome::Ok, Some(1)));
+        assert_eq!(recovered(&s, 20.0, 30.0), Some(4.0));
+    }
+
+    #[test]
+    fn fast_fallbacks_are_not_a_recovery() {
+        // After the fault a breaker answers everything itself in 2 ms: latency looks better
+        // than the baseline's, but no valid upstream answer came back until 31 s.
+        let s = samples(40, |t| match t {
+            10..20 => (900, Outcome::Ok, Some(1)),
+            20..31 => (2, Outcome::Fallback, Some(0)),
+            _ => (100, Outcome::Ok, Some(1)),
+        });
+        assert_eq!(recovered(&s, 20.0, 40.0), Some(11.0));
+    }
+
+    #[test]
+    fn empty_or_thin_seconds_break_the_streak() {
+        // From 20 s answers are good again, but 22 s has no requests and 25 s only two.
+        let mut s = samples(30, |t| (if (10..20).contains(&t) { 900 } else { 100 }, Outcome::Ok, Some(1)));
+        s.retain(|x| {
+            let t = x.intended_us / SEC;
+            t != 22 && !(t == 25 && x.id % 10 >= 2)
+        });
+        assert_eq!(recovered(&s, 20.0, 30.0), Some(6.0), "20–21 good, 22 empty, 23–24 good, 25 thin, 26 on");
     }
 
     #[test]
     fn a_metastable_failure_did_not_recover() {
-        let mut w: Vec<WindowSummary> = (0..20).map(|t| window(t, 100.0, 10, 0)).collect();
-        w.extend((20..40).map(|t| window(t, 120.0, 5, 5)));
-        let r = recovery(&[fault(Some(20.0))], &w, ("baseline", 100.0, 0.0), 40.0);
-        assert_eq!((r[0].seconds, r[0].recovered), (None, false));
+        let s = samples(40, |t| if t < 20 { (100, Outcome::Ok, Some(1)) } else { (120, Outcome::Error, Some(4)) });
+        assert_eq!(recovered(&s, 20.0, 40.0), None);
+        let base = baseline_of(&s, 0, 10 * SEC).unwrap();
         assert!(
-            recovery(&[fault(None)], &w, ("baseline", 100.0, 0.0), 40.0).is_empty(),
+            recovery(&[fault(None)], &by_send_second(&s, 0), ("baseline", base.0, base.1), 40.0).is_empty(),
             "no end, nothing to recover from"
         );
     }

@@ -13,8 +13,11 @@ use super::RunData;
 pub struct Series {
     /// Width of a latency bucket, seconds.
     pub latency_width_s: u64,
-    /// Per bucket of send time: (bucket start s from the load start, [p50, p95, p99] ms).
+    /// Per bucket of send time, valid upstream answers only: (bucket start s from the load
+    /// start, [p50, p95, p99] ms).
     pub latency: Vec<(f64, [f64; 3])>,
+    /// The same over every outcome (timeouts at the timeout, fallbacks at their few ms).
+    pub latency_all: Vec<(f64, [f64; 3])>,
     /// The 1 s windows of completions (outcomes per second).
     pub windows: Vec<WindowSummary>,
     /// Retry amplification per 1 s window with requests: (second, attempts / requests).
@@ -33,15 +36,19 @@ impl Series {
         let s = &data.summary;
         let t0 = s.load_start_us;
         let latency_width_s = bucket_width(data.samples.len() as u64, s.duration_s);
-        let amplification = super::retry::series(&data.samples, &data.attempts, t0)
-            .iter()
-            .filter(|(_, sent, _)| *sent > 0)
-            .map(|&(t, sent, att)| (t as f64, att as f64 / sent as f64))
-            .collect();
+        let windows = super::retry::scoped_series(&data.samples, &data.attempts, &super::spans(s), t0);
+        let amplification = super::retry::counted_windows(&windows).map(|(t, a)| (t as f64, a)).collect();
         let (in_flight, queued) = mock_concurrency(&data.attempts, t0);
+        let valid: Vec<Sample> = data
+            .samples
+            .iter()
+            .filter(|s| s.outcome == crate::record::Outcome::Ok && s.sut_attempts != Some(0))
+            .cloned()
+            .collect();
         Self {
             latency_width_s,
-            latency: latency_buckets(&data.samples, t0, latency_width_s),
+            latency: latency_buckets(&valid, t0, latency_width_s),
+            latency_all: latency_buckets(&data.samples, t0, latency_width_s),
             windows: data.windows.clone(),
             amplification,
             in_flight,

@@ -18,7 +18,7 @@ use crate::load::{Outcome, StageSchedule};
 use crate::scenario::{LoadLevel, Stage, StageKind};
 
 /// Bumped when a field changes meaning or disappears (adding fields keeps it).
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// How a run ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -49,7 +49,12 @@ pub struct Percentiles {
 }
 
 impl Percentiles {
-    /// From a µs histogram (`None` when empty).
+    /// From a µs histogram and the exact largest value recorded in it, µs.
+    pub fn with_max(h: &Histogram<u64>, max_us: u64) -> Option<Self> {
+        Self::of(h).map(|p| Self { max: (max_us as f64).round() / 1000.0, ..p })
+    }
+
+    /// From a µs histogram (`None` when empty); `max` is the histogram's bucket edge.
     pub fn of(h: &Histogram<u64>) -> Option<Self> {
         if h.is_empty() {
             return None;
@@ -131,14 +136,34 @@ pub struct StageSummary {
     pub warmup_s: f64,
     /// Load level.
     pub level: Level,
-    /// Requests counted (intended after the warm-up).
+    /// Requests counted: those whose intended send time falls after the warm-up.
     pub requests: u64,
-    /// Completed requests per second over the measured part of the stage.
-    pub achieved_rps: f64,
-    /// Latency from the intended send time to the last byte, ms.
+    /// Requests sent per second: `requests` over the measured part of the stage
+    /// (`achieved_rps` in schema version 1, which meant the same).
+    #[serde(alias = "achieved_rps")]
+    pub offered_rps: f64,
+    /// Requests that finished per second within the measured part (by completion time,
+    /// whatever their outcome and whenever they were sent).
+    #[serde(default)]
+    pub completed_rps: f64,
+    /// Valid answers from an upstream per second (by completion time): `ok`, not a fallback
+    /// and not answered without an upstream attempt.
+    #[serde(default)]
+    pub goodput_rps: f64,
+    /// Latency from the intended send time to the last byte of *valid answers from an
+    /// upstream*, ms: what a user who got an answer waited (fallbacks, cache hits, errors and
+    /// timeouts left out).
+    #[serde(default)]
+    pub latency_valid_ms: Option<Percentiles>,
+    /// Latency of every request whatever its outcome, ms (a timed-out request counts at the
+    /// client timeout: a percentile there is a bound, not a measurement).
     pub latency_ms: Option<Percentiles>,
-    /// Time to the first content token, ms (streams).
+    /// Time to the first content token, ms (streams; requests without one are left out and
+    /// counted in `no_first_token`).
     pub ttft_ms: Option<Percentiles>,
+    /// Requests that got no first content token (when the stage streamed at all).
+    #[serde(default)]
+    pub no_first_token: u64,
     /// Gaps between content tokens, ms (streams).
     pub itl_ms: Option<Percentiles>,
     /// Requests by outcome.
@@ -167,9 +192,10 @@ pub struct Totals {
     pub requests: u64,
     /// By outcome.
     pub outcomes: BTreeMap<String, u64>,
-    /// Upstream attempts the mock saw during the load.
+    /// Upstream attempts for those requests (joined by id; without ids, the attempts that
+    /// arrived in the stages' measured spans). Warm-ups are out of both counts.
     pub upstream_attempts: u64,
-    /// Upstream attempts per client request.
+    /// Upstream attempts per client request, same scope.
     pub attempts_per_request: Option<f64>,
 }
 
@@ -211,6 +237,10 @@ pub struct Summary {
     pub target: String,
     /// The system under test.
     pub sut: String,
+    /// The load generator's client timeout, ms: a latency percentile at or above it is a
+    /// bound set by the timeout, not a measurement.
+    #[serde(default)]
+    pub client_timeout_ms: Option<f64>,
     /// The load start, µs on the run clock (attempt and event records use the same clock).
     pub load_start_us: u64,
     /// Phases and sweep steps, in order.
@@ -225,6 +255,10 @@ pub struct Summary {
     /// The fault windows, seconds from the load start.
     #[serde(default)]
     pub faults: Vec<FaultWindow>,
+    /// Retries per request the SUT is declared to make (`sut.max_retries`, or the built-in
+    /// gateway's policy), the N of the reference E\[A\].
+    #[serde(default)]
+    pub declared_max_retries: Option<u32>,
     /// Knee and safe limit, when the scenario has a sweep.
     #[serde(default)]
     pub sweep: Option<SweepAnalysis>,
@@ -261,10 +295,14 @@ pub struct RunIdentity {
     pub target: String,
     /// The system under test.
     pub sut: String,
+    /// The client timeout, ms.
+    pub client_timeout_ms: Option<f64>,
     /// The mock upstreams, in file order.
     pub upstreams: Vec<String>,
     /// The fault windows, seconds from the load start.
     pub faults: Vec<FaultWindow>,
+    /// Retries per request the SUT is declared to make (scenario or gateway policy).
+    pub declared_max_retries: Option<u32>,
 }
 
 impl Summary {
@@ -283,6 +321,7 @@ impl Summary {
             time_scale: id.time_scale,
             target: id.target,
             sut: id.sut,
+            client_timeout_ms: id.client_timeout_ms,
             load_start_us: 0,
             stages: Vec::new(),
             totals: Totals {
@@ -294,6 +333,7 @@ impl Summary {
             generator: GeneratorSummary { users: 0, issued: 0, lost_samples: 0 },
             upstreams: id.upstreams,
             faults: id.faults,
+            declared_max_retries: id.declared_max_retries,
             sweep: None,
             retry: None,
             stampede: None,
@@ -310,6 +350,34 @@ pub fn outcome_map(c: &OutcomeCounts) -> BTreeMap<String, u64> {
 
 fn round3(x: f64) -> f64 {
     (x * 1000.0).round() / 1000.0
+}
+
+/// Completions below this share of arrivals, with latency rising, mean a growing backlog.
+pub const BACKLOG_COMPLETION_SHARE: f64 = 0.9;
+
+/// Whether an open stage's numbers describe a steady state.
+///
+/// A backlog that keeps growing — anywhere: queued in the target, or at the generator because
+/// every user was busy — shows as latency (from the intended send time) rising from the first
+/// third of the stage to the last while completions fall short of arrivals; or as latency
+/// more than doubling. That is `unsustainable`, whatever the send lag says. A stage whose
+/// latency holds and whose completions keep up is never `unsustainable`: lag at its start
+/// (users still busy with the previous stage's backlog) drains, it does not grow. The
+/// generator is the limit only when it fell behind while users were free.
+fn sustainability(rec: &StageRecord, s: &ScheduleSummary, arrivals: u64, users: u64) -> Sustainability {
+    let q = |h: &Histogram<u64>, q: f64| if h.is_empty() { 0.0 } else { h.value_at_quantile(q) as f64 / 1000.0 };
+    let (first, last) = (q(&rec.latency_thirds[0], 0.5), q(&rec.latency_thirds[1], 0.5));
+    let requests = rec.outcomes.total();
+    let rising = last > 1.1 * first + 20.0;
+    let short = (rec.completed as f64) < BACKLOG_COMPLETION_SHARE * requests as f64;
+    let doubling = last > 2.0 * first + 50.0;
+    if (rising && short) || doubling {
+        return Sustainability::Unsustainable;
+    }
+    let lag_growing = q(&rec.lag_thirds[1], 0.99) > (2.0 * q(&rec.lag_thirds[0], 0.99)).max(100.0);
+    let behind = s.lag_p99_ms > 100.0 || s.dropped * 100 > arrivals.max(1);
+    let pool_full = s.max_in_flight >= users;
+    if (lag_growing || behind) && !pool_full { Sustainability::GeneratorLimited } else { Sustainability::Sustained }
 }
 
 /// The summary of one stage.
@@ -340,23 +408,11 @@ pub fn stage_summary(
         }),
         LoadLevel::Closed { .. } => None,
     };
+    let per_s = |n: u64| round3(if measured_s > 0.0 { n as f64 / measured_s } else { 0.0 });
     let sustainability = if requests == 0 {
         Sustainability::Empty
     } else if let Some(s) = &schedule {
-        // A backlog that keeps growing shows as latency (queued in the target) or as lag
-        // (queued at the generator because every user was busy) rising through the stage.
-        let (lat_first, lat_last) = (lag_ms(&rec.latency_thirds[0], 0.5), lag_ms(&rec.latency_thirds[1], 0.5));
-        let latency_growing = lat_last > 2.0 * lat_first + 50.0;
-        let lag_growing = lag_ms(&rec.lag_thirds[1], 0.99) > (2.0 * lag_ms(&rec.lag_thirds[0], 0.99)).max(100.0);
-        let behind = s.lag_p99_ms > 100.0 || s.dropped * 100 > sched.arrivals.max(1);
-        let pool_full = s.max_in_flight >= users;
-        if latency_growing || ((lag_growing || behind) && pool_full) {
-            Sustainability::Unsustainable
-        } else if lag_growing || behind {
-            Sustainability::GeneratorLimited
-        } else {
-            Sustainability::Sustained
-        }
+        sustainability(rec, s, sched.arrivals, users)
     } else {
         Sustainability::Sustained
     };
@@ -371,9 +427,13 @@ pub fn stage_summary(
         warmup_s: stage.warmup.as_std().as_secs_f64(),
         level,
         requests,
-        achieved_rps: round3(if measured_s > 0.0 { requests as f64 / measured_s } else { 0.0 }),
-        latency_ms: Percentiles::of(&rec.latency),
+        offered_rps: per_s(requests),
+        completed_rps: per_s(rec.completed),
+        goodput_rps: per_s(rec.good_completed),
+        latency_valid_ms: Percentiles::with_max(&rec.latency_valid, rec.latency_valid_max_us),
+        latency_ms: Percentiles::with_max(&rec.latency, rec.latency_max_us),
         ttft_ms: Percentiles::of(&rec.ttft),
+        no_first_token: if rec.ttft.is_empty() { 0 } else { rec.no_first_token },
         itl_ms: Percentiles::of(&rec.itl),
         outcomes: outcome_map(&rec.outcomes),
         error_rate: share(rec.outcomes.failed()),
@@ -384,5 +444,108 @@ pub fn stage_summary(
         client_attempts_per_request: (requests > 0).then(|| round3(rec.client_attempts as f64 / requests as f64)),
         schedule,
         sustainability,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::Recorder;
+    use crate::record::Sample;
+    use crate::scenario::{Arrival, Duration};
+
+    const SEC: u64 = 1_000_000;
+
+    fn open_stage(rate: f64, secs: u64) -> Stage {
+        Stage {
+            name: "step".into(),
+            kind: StageKind::Step,
+            start: Duration::ZERO,
+            duration: Duration::from_secs(secs),
+            warmup: Duration::ZERO,
+            level: LoadLevel::Open { rate, arrival: Arrival::Constant },
+        }
+    }
+
+    /// Feeds `rate` arrivals a second for `secs` seconds through a recorder; `latency(i, t)`
+    /// gives request i's latency (µs) at intended time t, `lag(i, t)` its send lag.
+    fn measure(
+        rate: f64,
+        secs: u64,
+        users: u64,
+        max_in_flight: u64,
+        latency: impl Fn(u64, u64) -> u64,
+        lag: impl Fn(u64, u64) -> u64,
+    ) -> StageSummary {
+        let stage = open_stage(rate, secs);
+        let mut rec = Recorder::new(std::slice::from_ref(&stage), 0);
+        let n = (rate * secs as f64) as u64;
+        for i in 0..n {
+            let t = (i as f64 * SEC as f64 / rate) as u64;
+            let s = Sample { sent_us: t + lag(i, t), ..Sample::answered(i, t, t + latency(i, t)) };
+            rec.record(&s);
+        }
+        let (records, _) = rec.finish();
+        let sched = StageSchedule { arrivals: n, claimed: n, dropped: 0, max_in_flight };
+        stage_summary(&stage, &records[0], &sched, users, n, None, secs as f64)
+    }
+
+    #[test]
+    fn a_step_offered_twice_the_capacity_is_unsustainable() {
+        // 80 req/s of capacity (8 slots × 100 ms) offered 160 req/s for 20 s, entering with a
+        // backlog from the step before: request i waits for the i/2 requests queued ahead of
+        // it, so latency climbs from 10 s to 30 s and only half the arrivals complete in the
+        // step. The send lag says nothing (every user is busy, the pool is full).
+        let s = measure(160.0, 20, 2000, 2000, |_, t| 10 * SEC + t, |_, _| 0);
+        assert_eq!(s.sustainability, Sustainability::Unsustainable, "{s:?}");
+        assert!(s.completed_rps < 0.9 * s.offered_rps, "{s:?}");
+    }
+
+    #[test]
+    fn a_backlog_carried_in_that_grows_slowly_is_still_unsustainable() {
+        // Latency rises only 30 % across the step (10 s → 13 s), but completions fall short.
+        let s = measure(160.0, 20, 2000, 2000, |_, t| 10 * SEC + t * 3 / 20, |_, _| 0);
+        assert_eq!(s.sustainability, Sustainability::Unsustainable, "{s:?}");
+    }
+
+    #[test]
+    fn a_stage_at_baseline_latency_is_never_unsustainable() {
+        // After a storm every user was busy at the stage's start (lag up to 2 s, pool full),
+        // but latency is the baseline's 100 ms throughout and completions keep up.
+        let s = measure(10.0, 20, 40, 40, |_, _| 100_000, |_, t| (2 * SEC).saturating_sub(t));
+        assert_eq!(s.sustainability, Sustainability::Sustained, "{s:?}");
+        let s = measure(10.0, 20, 40, 40, |_, _| 100_000, |_, _| 0);
+        assert_eq!(s.sustainability, Sustainability::Sustained, "{s:?}");
+    }
+
+    #[test]
+    fn a_generator_that_falls_behind_with_free_users_is_generator_limited() {
+        // Latency holds, but the send lag grows while only 10 of 400 users were ever busy.
+        let s = measure(100.0, 20, 400, 10, |_, _| 50_000, |_, t| t / 20);
+        assert_eq!(s.sustainability, Sustainability::GeneratorLimited, "{s:?}");
+    }
+
+    #[test]
+    fn goodput_counts_valid_upstream_answers_by_completion_time() {
+        let stage = open_stage(10.0, 10);
+        let mut rec = Recorder::new(std::slice::from_ref(&stage), 0);
+        for i in 0..100u64 {
+            let t = i * SEC / 10;
+            let s = Sample::answered(i, t, t + 50_000);
+            let s = match i % 4 {
+                0 => Sample { outcome: Outcome::Fallback, ..s },
+                1 => Sample { sut_attempts: Some(0), ..s }, // a cache hit: no upstream
+                2 => Sample { outcome: Outcome::Error, status: 500, ..s },
+                _ => s,
+            };
+            rec.record(&s);
+        }
+        let (records, _) = rec.finish();
+        let sched = StageSchedule { arrivals: 100, claimed: 100, dropped: 0, max_in_flight: 1 };
+        let s = stage_summary(&stage, &records[0], &sched, 10, 75, None, 10.0);
+        assert_eq!(s.offered_rps, 10.0);
+        // The last request ends at 9.95 s: all 100 complete within the stage.
+        assert_eq!(s.completed_rps, 10.0);
+        assert_eq!(s.goodput_rps, 2.5, "only the plain ok answers: {s:?}");
     }
 }

@@ -2,10 +2,15 @@
 //! of it, in the swept unit (users or req/s), in req/s, and as in-flight requests by Little's
 //! law for normal and for faulted latency.
 //!
-//! The knee is found two ways and cross-checked: Kneedle (Satopää et al., 2011) on
-//! (load, p99), and the throughput plateau (the last step after which achieved throughput
-//! grows by less than [`PLATEAU_GROWTH`]). Kneedle is a few lines over a handful of points;
-//! the crates that implement it pull in numeric stacks for this, so it is written here.
+//! Only the usable part of the curve is searched: it ends before the first step that failed
+//! more than [`MAX_ERROR_RATE`] of its requests or whose backlog kept growing (its latency is
+//! a lower bound, not a measurement), so a SUT that sheds with fast errors cannot hide its
+//! knee behind a flat p99. On that part the knee is found two ways and cross-checked: Kneedle
+//! (Satopää et al., 2011) on (step, p99), and the goodput plateau (the last step after which
+//! valid answers per second grow by less than [`PLATEAU_GROWTH`], once they have grown). When
+//! neither finds a knee but the curve was cut short, the last usable step is the knee and the
+//! report says which rule decided. Kneedle is a few lines over a handful of points; the
+//! crates that implement it pull in numeric stacks for this, so it is written here.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -16,14 +21,18 @@ pub const SENSITIVITY: f64 = 1.0;
 pub const PLATEAU_GROWTH: f64 = 0.05;
 /// The safe limit as a share of the knee.
 pub const SAFE_SHARE: f64 = 0.8;
+/// A step failing more than this share of its requests ends the usable curve.
+pub const MAX_ERROR_RATE: f64 = 0.05;
 
 /// One step of a sweep, as measured.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SweepStep {
     /// Load in the swept unit (users, or requested req/s).
     pub load: f64,
-    /// Achieved throughput, req/s.
-    pub rps: f64,
+    /// Requests sent per second.
+    pub offered_rps: f64,
+    /// Valid answers from an upstream per second.
+    pub goodput_rps: f64,
     /// Latency percentiles, ms.
     pub p50_ms: f64,
     /// 95th percentile, ms.
@@ -43,9 +52,10 @@ pub struct SweepStep {
 pub struct Knee {
     /// Load at the knee, in the swept unit.
     pub load: f64,
-    /// Achieved throughput at the knee, req/s.
+    /// Goodput at the knee, req/s.
     pub rps: f64,
-    /// `kneedle`, `plateau`, or `kneedle+plateau` when both agree.
+    /// `kneedle`, `plateau`, `kneedle+plateau` when both agree, or `last usable step` when
+    /// the curve was cut short by errors or a growing backlog and neither found a bend.
     pub method: String,
     /// Kneedle's answer (load), if it found one.
     pub kneedle: Option<f64>,
@@ -58,7 +68,7 @@ pub struct Knee {
 pub struct SafeLimit {
     /// Load in the swept unit.
     pub load: f64,
-    /// Throughput there (interpolated between steps), req/s.
+    /// Goodput there (interpolated between steps), req/s.
     pub rps: f64,
     /// Requests in flight there by Little's law (rps × mean latency).
     pub in_flight: f64,
@@ -81,13 +91,17 @@ pub struct SweepAnalysis {
     pub safe_limit: Option<SafeLimit>,
     /// How far to trust it: agreement of the methods, sweep coverage.
     pub confidence: String,
+    /// The step that ended the usable curve and why, when one did.
+    #[serde(default)]
+    pub cut: Option<String>,
     /// Advice in words, e.g. pool sizes.
     pub notes: Vec<String>,
 }
 
-/// Kneedle on an increasing convex curve: the index of the point farthest below the chord
-/// of the normalised curve, if the difference curve then drops to the threshold
-/// `max − S·mean(Δx)` (otherwise the curve has not bent yet within the data).
+/// Kneedle on an increasing convex curve sampled at evenly spaced x: the index of the point
+/// farthest below the chord of the normalised curve, if the difference curve then drops to
+/// the threshold `max − S·mean(Δx)` (otherwise the curve has not bent yet within the data).
+/// Callers pass the step's rank as x (see [`analyse`]).
 pub fn kneedle(x: &[f64], y: &[f64], sensitivity: f64) -> Option<usize> {
     let n = x.len();
     if n < 3 || y.len() != n {
@@ -108,79 +122,134 @@ pub fn kneedle(x: &[f64], y: &[f64], sensitivity: f64) -> Option<usize> {
     diff[best + 1..].iter().any(|&d| d <= threshold).then_some(best)
 }
 
-/// The last step before throughput stops growing by more than [`PLATEAU_GROWTH`]: the
-/// first `i` with `rps[i + 1] < rps[i] × (1 + growth)`, if throughput grew before it.
+/// The last step before goodput stops growing by more than [`PLATEAU_GROWTH`]: the first
+/// `i ≥ 1` with `rps[i + 1] < rps[i] × (1 + growth)`, once goodput has really grown
+/// (`rps[i] ≥ rps[0] × (1 + growth)`). No plateau at the first step: a curve flat from the
+/// start has not shown where it levels off.
 pub fn plateau(rps: &[f64], growth: f64) -> Option<usize> {
-    (0..rps.len().saturating_sub(1)).find(|&i| rps[i + 1] < rps[i] * (1.0 + growth) && (i == 0 || rps[i] > rps[0]))
+    (1..rps.len().saturating_sub(1))
+        .find(|&i| rps[i + 1] < rps[i] * (1.0 + growth) && rps[i] >= rps[0] * (1.0 + growth))
 }
 
-fn interpolate(x: &[f64], y: &[f64], at: f64) -> f64 {
+/// Linear interpolation of `y` over `x` at `at`; below the first step, `y` scales with the
+/// load when `proportional` (throughput) and holds otherwise (latency).
+fn interpolate(x: &[f64], y: &[f64], at: f64, proportional: bool) -> f64 {
     match x.iter().position(|&v| v >= at) {
         None => *y.last().unwrap_or(&0.0),
-        Some(0) => y[0] * if x[0] > 0.0 { at / x[0] } else { 1.0 },
+        Some(0) if proportional && x[0] > 0.0 => y[0] * at / x[0],
+        Some(0) => y[0],
         Some(i) => y[i - 1] + (y[i] - y[i - 1]) * (at - x[i - 1]) / (x[i] - x[i - 1]),
     }
+}
+
+/// The first step that cannot be used as a point of the curve, and why.
+fn first_unusable(steps: &[&SweepStep]) -> Option<(usize, String)> {
+    steps.iter().enumerate().find_map(|(i, s)| {
+        if s.sustainability == "unsustainable" {
+            Some((i, "its backlog kept growing (unsustainable)".to_string()))
+        } else if s.error_rate > MAX_ERROR_RATE {
+            Some((
+                i,
+                format!(
+                    "{:.1} % of its requests failed (more than {:.0} %)",
+                    s.error_rate * 100.0,
+                    MAX_ERROR_RATE * 100.0
+                ),
+            ))
+        } else {
+            None
+        }
+    })
 }
 
 /// Analyses the steps of a sweep (in order of rising load). `fault_multiplier` is the worst
 /// latency multiplier of the scenario's faults, for the faulted pool size.
 pub fn analyse(unit: &str, steps: Vec<SweepStep>, fault_multiplier: Option<f64>) -> SweepAnalysis {
-    let used: Vec<&SweepStep> = steps.iter().filter(|s| s.sustainability != "empty").collect();
-    let x: Vec<f64> = used.iter().map(|s| s.load).collect();
-    let p99: Vec<f64> = used.iter().map(|s| s.p99_ms).collect();
-    let rps: Vec<f64> = used.iter().map(|s| s.rps).collect();
-    let mut notes = Vec::new();
-    if used.len() < 3 {
-        return SweepAnalysis {
-            unit: unit.into(),
-            steps,
-            knee: None,
-            safe_limit: None,
-            confidence: "low: fewer than 3 measured steps".into(),
-            notes,
+    let measured: Vec<&SweepStep> = steps.iter().filter(|s| s.sustainability != "empty").collect();
+    let cut = first_unusable(&measured).map(|(i, why)| (i, format!("step at {} {unit}: {why}", measured[i].load)));
+    let usable = cut.as_ref().map_or(measured.len(), |(i, _)| *i);
+    let used: Vec<&SweepStep> = measured[..usable].to_vec();
+    let x: Vec<f64> = measured.iter().map(|s| s.load).collect();
+    let p99: Vec<f64> = measured.iter().map(|s| s.p99_ms).collect();
+    let rps: Vec<f64> = measured.iter().map(|s| s.goodput_rps).collect();
+    let cut_text = cut.as_ref().map(|(_, why)| format!("the usable curve ends before the {why}"));
+    let none = |confidence: String| SweepAnalysis {
+        unit: unit.into(),
+        steps: steps.clone(),
+        knee: None,
+        safe_limit: None,
+        confidence,
+        cut: cut_text.clone(),
+        notes: Vec::new(),
+    };
+    if used.is_empty() {
+        return match &cut {
+            Some((_, why)) => {
+                none(format!("none: the first step already failed ({why}) — extend the sweep to lower load"))
+            }
+            None => none("low: no measured steps".into()),
         };
     }
-    let k = kneedle(&x, &p99, SENSITIVITY);
-    let p = plateau(&rps, PLATEAU_GROWTH);
+    if measured.len() < 3 {
+        return none("low: fewer than 3 measured steps".into());
+    }
+    // Both methods see every measured step: a cut step's latency is a lower bound, which only
+    // makes the bend sharper, and normalising over the usable part alone would blow a few
+    // milliseconds of rise at the last usable step up into a knee. The knee is then capped at
+    // the last usable step. Kneedle runs over the step rank: a sweep's steps are its
+    // resolution, evenly spaced or doubling, and the paper's threshold assumes even spacing.
+    let rank: Vec<f64> = (0..measured.len()).map(|i| i as f64).collect();
+    let k = kneedle(&rank, &p99, SENSITIVITY).map(|i| i.min(usable - 1));
+    let p = plateau(&rps, PLATEAU_GROWTH).map(|i| i.min(usable - 1));
     let (index, method) = match (k, p) {
         (Some(k), Some(p)) if k.abs_diff(p) <= 1 => (Some(k.min(p)), "kneedle+plateau"),
         // They disagree: take the lower load (the conservative answer) and say so.
         (Some(k), Some(p)) => (Some(k.min(p)), if k < p { "kneedle" } else { "plateau" }),
         (Some(k), None) => (Some(k), "kneedle"),
         (None, Some(p)) => (Some(p), "plateau"),
+        (None, None) if cut.is_some() => (Some(usable - 1), "last usable step"),
         (None, None) => (None, ""),
     };
     let mut confidence = match (k, p) {
-        (Some(a), Some(b)) if a.abs_diff(b) <= 1 => "high: latency knee and throughput plateau agree".to_string(),
+        (Some(a), Some(b)) if a.abs_diff(b) <= 1 => "high: latency knee and goodput plateau agree".to_string(),
         (Some(a), Some(b)) => {
-            format!("medium: latency bends at {} but throughput levels off at {} {unit}; the lower is used", x[a], x[b])
+            format!("medium: latency bends at {} but goodput levels off at {} {unit}; the lower is used", x[a], x[b])
         }
-        (Some(_), None) => "medium: latency bends but throughput kept growing".into(),
-        (None, Some(_)) => "medium: throughput levelled off without a clear latency knee".into(),
+        (Some(_), None) => "medium: latency bends but goodput kept growing".into(),
+        (None, Some(_)) => "medium: goodput levelled off without a clear latency knee".into(),
+        (None, None) if cut.is_some() => {
+            format!("medium: no bend before the curve was cut; the knee is at or before {} {unit}", x[usable - 1])
+        }
+        (None, None) if rps.len() >= 2 && rps[rps.len() - 1] < rps[0] * (1.0 + PLATEAU_GROWTH) => {
+            "none: goodput did not grow across the sweep — it starts past the knee; extend it to lower load".into()
+        }
         (None, None) => "none: no knee within the sweep — extend it to higher load".into(),
     };
     let Some(i) = index else {
-        return SweepAnalysis { unit: unit.into(), steps, knee: None, safe_limit: None, confidence, notes };
+        return none(confidence);
     };
-    // Neither method can put the knee on the last step; one step past it is as thin.
-    if i == 0 || i + 2 >= used.len() {
-        confidence = format!(
-            "low: the knee is at the {} of the sweep — extend it {}",
-            if i == 0 { "first step" } else { "last steps" },
-            if i == 0 { "to lower load" } else { "to higher load" }
-        );
+    if i == 0 {
+        confidence = "low: the knee is at the first step of the sweep — extend it to lower load".into();
+    } else if i + 2 >= measured.len() && cut.is_none() {
+        // Neither method can put the knee on the last step; one step past it is as thin.
+        confidence = "low: the knee is at the last steps of the sweep — extend it to higher load".into();
     } else if used.len() < 5 {
-        confidence = format!("{confidence} (coarse: {} steps)", used.len());
+        confidence = format!("{confidence} (coarse: {} usable steps)", used.len());
     }
     let knee =
         Knee { load: x[i], rps: rps[i], method: method.into(), kneedle: k.map(|k| x[k]), plateau: p.map(|p| x[p]) };
     let safe_load = SAFE_SHARE * knee.load;
-    let safe_rps = interpolate(&x, &rps, safe_load);
-    let mean_s = interpolate(&x, &used.iter().map(|s| s.mean_ms).collect::<Vec<_>>(), safe_load) / 1000.0;
+    let safe_rps = interpolate(&x[..usable], &rps[..usable], safe_load, true);
+    let means: Vec<f64> = used.iter().map(|s| s.mean_ms).collect();
+    let mean_s = interpolate(&x[..usable], &means, safe_load, false) / 1000.0;
     let in_flight = safe_rps * mean_s;
     let faulted = fault_multiplier.map(|m| in_flight * m);
+    let mut notes = Vec::new();
+    if let Some(c) = &cut_text {
+        notes.push(c.clone());
+    }
     notes.push(format!(
-        "knee at {} {unit} ({:.1} req/s); safe limit {:.1} {unit} ≈ {:.1} req/s",
+        "knee at {} {unit} ({:.1} valid answers/s); safe limit {:.1} {unit} ≈ {:.1} req/s",
         knee.load, knee.rps, safe_load, safe_rps
     ));
     notes.push(format!(
@@ -204,6 +273,7 @@ pub fn analyse(unit: &str, steps: Vec<SweepStep>, fault_multiplier: Option<f64>)
             fault_multiplier,
         }),
         confidence,
+        cut: cut_text,
         notes,
     }
 }
@@ -226,7 +296,8 @@ mod tests {
                 let rps = f64::from(u.min(c)) / (s_ms / 1000.0);
                 SweepStep {
                     load: f64::from(u),
-                    rps,
+                    offered_rps: rps,
+                    goodput_rps: rps,
                     p50_ms: lat,
                     p95_ms: lat,
                     p99_ms: lat * 1.02,
@@ -280,5 +351,76 @@ mod tests {
         assert_eq!(kneedle(&x, &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0], 1.0), None, "a straight line has no knee");
         assert_eq!(plateau(&[10.0, 20.0, 30.0, 30.5, 30.0], 0.05), Some(2));
         assert_eq!(plateau(&[10.0, 20.0, 40.0], 0.05), None);
+        // Flat from the start: no plateau at the first step, it has not grown.
+        assert_eq!(plateau(&[30.0, 30.5, 30.2, 30.1], 0.05), None);
+    }
+
+    fn step(load: f64, goodput: f64, p99: f64, error_rate: f64, sustainability: &str) -> SweepStep {
+        SweepStep {
+            load,
+            offered_rps: load,
+            goodput_rps: goodput,
+            p50_ms: p99,
+            p95_ms: p99,
+            p99_ms: p99,
+            mean_ms: p99,
+            error_rate,
+            sustainability: sustainability.into(),
+        }
+    }
+
+    #[test]
+    fn doubling_steps_find_the_knee_where_latency_starts_to_grow() {
+        // 32 slots × 100 ms: flat to 32 users, then p99 doubles with the users.
+        let loads = [8.0, 16.0, 32.0, 64.0, 128.0];
+        let p99 = [100.0, 100.0, 100.0, 200.0, 400.0];
+        let steps: Vec<SweepStep> =
+            loads.iter().zip(p99).map(|(&l, p)| step(l, l.min(32.0) * 10.0, p, 0.0, "sustained")).collect();
+        let a = analyse("users", steps, None);
+        assert_eq!(a.knee.as_ref().map(|k| k.load), Some(32.0), "{a:?}");
+    }
+
+    #[test]
+    fn a_sut_that_sheds_with_fast_errors_has_its_knee_before_the_errors() {
+        // c = 8 slots × 100 ms behind a shedding SUT: beyond 80 req/s the excess is refused in
+        // 1 ms, so p99 stays flat and goodput stays at 80; only the error rate shows it.
+        let steps: Vec<SweepStep> = [20.0, 40.0, 60.0, 80.0, 100.0, 120.0, 140.0]
+            .iter()
+            .map(|&l: &f64| step(l, l.min(80.0), 100.0, ((l - 80.0) / l).max(0.0), "sustained"))
+            .collect();
+        let a = analyse("rps", steps, None);
+        let knee = a.knee.as_ref().expect("a knee");
+        assert_eq!(knee.load, 80.0, "{a:?}");
+        assert!(a.cut.as_deref().unwrap().contains("100 rps"), "{a:?}");
+        assert!(a.notes[0].contains("failed"), "{:?}", a.notes);
+    }
+
+    #[test]
+    fn unsustainable_steps_are_not_points_of_the_curve() {
+        // An open sweep at up to twice the capacity (80 req/s): past it the backlog grows and
+        // the measured latency is only a lower bound, however flat it looks.
+        let steps: Vec<SweepStep> = [20.0, 40.0, 60.0, 80.0, 120.0, 160.0]
+            .iter()
+            .map(|&l: &f64| step(l, l.min(80.0), 100.0, 0.0, if l > 80.0 { "unsustainable" } else { "sustained" }))
+            .collect();
+        let a = analyse("rps", steps, None);
+        assert_eq!(a.knee.as_ref().map(|k| (k.load, k.method.as_str())), Some((80.0, "plateau")), "{a:?}");
+        assert!((a.safe_limit.as_ref().unwrap().load - 64.0).abs() < 1e-9);
+        assert!(a.cut.unwrap().contains("backlog"));
+    }
+
+    #[test]
+    fn a_sweep_that_starts_past_the_knee_says_extend_it_downwards() {
+        let steps: Vec<SweepStep> =
+            [40.0, 50.0, 60.0, 70.0].iter().map(|&l| step(l, 30.0, 100.0 * l, 0.0, "sustained")).collect();
+        let a = analyse("users", steps, None);
+        assert!(a.confidence.contains("lower load"), "{a:?}");
+    }
+
+    #[test]
+    fn below_the_first_step_latency_holds_and_throughput_scales() {
+        assert_eq!(interpolate(&[10.0, 20.0], &[100.0, 200.0], 5.0, false), 100.0);
+        assert_eq!(interpolate(&[10.0, 20.0], &[100.0, 200.0], 5.0, true), 50.0);
+        assert_eq!(interpolate(&[10.0, 20.0], &[100.0, 200.0], 15.0, false), 150.0);
     }
 }

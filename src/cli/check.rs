@@ -21,20 +21,58 @@ pub struct Args {
     /// A previous run to compare with: its folder or its summary.json.
     #[arg(long)]
     pub baseline: Option<PathBuf>,
-    /// How much worse a noisy metric (percentiles, throughput, recovery time) may be than the
-    /// baseline, e.g. `10%` or `0.1`. Ratios (amplification, fan-in, error rates) are strict.
-    #[arg(long, default_value = "10%", value_parser = parse_tolerance)]
-    pub tolerance: f64,
+    /// How much worse than the baseline a metric may be. `10%` or `0.1` sets the share for
+    /// noisy metrics (percentiles, throughput, recovery time, the knee; default 10 %).
+    /// `METRIC=VALUE` sets one metric's: a share for a noisy one, an absolute amount for a
+    /// ratio (defaults: error and valid rates, immediate-retry share ± 0.02; amplification
+    /// ± 0.05; counts of violations, orphans and fan-in exact). Repeatable.
+    #[arg(long, value_parser = parse_tolerance)]
+    pub tolerance: Vec<Tolerance>,
 }
 
-fn parse_tolerance(s: &str) -> Result<f64, String> {
-    let (num, scale) = match s.strip_suffix('%') {
+/// One `--tolerance`.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Tolerance {
+    /// The share for every noisy metric.
+    Relative(f64),
+    /// One metric's tolerance.
+    Metric(String, f64),
+}
+
+/// The tolerances of the command line, over the defaults.
+fn tolerances(args: &[Tolerance]) -> gate::Tolerances {
+    let mut t = gate::Tolerances::default();
+    for a in args {
+        match a {
+            Tolerance::Relative(v) => t.relative = *v,
+            Tolerance::Metric(m, v) => {
+                t.per_metric.insert(m.clone(), *v);
+            }
+        }
+    }
+    t
+}
+
+fn parse_tolerance(s: &str) -> Result<Tolerance, String> {
+    if let Some((metric, value)) = s.split_once('=') {
+        let metric = metric.trim();
+        if gate::metric(metric).is_none() {
+            let names = gate::METRICS.iter().map(|m| m.name);
+            return Err(format!("{metric:?}: not a metric{}", crate::located::did_you_mean(metric, names)));
+        }
+        return parse_share(value).map(|v| Tolerance::Metric(metric.to_string(), v));
+    }
+    parse_share(s).map(Tolerance::Relative)
+}
+
+fn parse_share(s: &str) -> Result<f64, String> {
+    let (num, scale) = match s.trim().strip_suffix('%') {
         Some(n) => (n, 0.01),
         None => (s, 1.0),
     };
     match num.trim().parse::<f64>() {
         Ok(v) if v >= 0.0 && v.is_finite() => Ok(v * scale),
-        _ => Err(format!("{s:?}: expected a share such as 10% or 0.1")),
+        _ => Err(format!("{s:?}: expected a share such as 10% or 0.1, or METRIC=VALUE")),
     }
 }
 
@@ -82,7 +120,7 @@ pub(super) fn run(args: &Args) -> Result<(), CliError> {
         };
         let mut seen = std::collections::HashSet::new();
         let metrics: Vec<_> = metrics.into_iter().filter(|m| seen.insert(m.clone())).collect();
-        let cmp = gate::compare(&summary, &baseline, &metrics, args.tolerance);
+        let cmp = gate::compare(&summary, &baseline, &metrics, &tolerances(&args.tolerance));
         verdict.checks.extend(cmp.checks);
         verdict.passed = verdict.checks.iter().all(|c| c.passed);
     }
@@ -113,9 +151,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn tolerances_read_as_shares() {
-        assert_eq!(parse_tolerance("10%"), Ok(0.1));
-        assert_eq!(parse_tolerance("0.25"), Ok(0.25));
+    fn tolerances_read_as_shares_or_per_metric() {
+        assert_eq!(parse_tolerance("10%"), Ok(Tolerance::Relative(0.1)));
+        assert_eq!(parse_tolerance("0.25"), Ok(Tolerance::Relative(0.25)));
         assert!(parse_tolerance("-1%").is_err() && parse_tolerance("ten").is_err());
+        assert_eq!(
+            parse_tolerance("outcomes.error_rate=0.05"),
+            Ok(Tolerance::Metric("outcomes.error_rate".into(), 0.05))
+        );
+        let e = parse_tolerance("outcomes.eror_rate=0.05").unwrap_err();
+        assert!(e.contains("did you mean \"outcomes.error_rate\""), "{e}");
+        let t = tolerances(&[Tolerance::Relative(0.2), Tolerance::Metric("retry.amplification".into(), 0.1)]);
+        assert_eq!((t.relative, t.per_metric["retry.amplification"]), (0.2, 0.1));
     }
 }

@@ -115,8 +115,10 @@ fn render(s: &Summary, dir: &std::path::Path) -> String {
         RunStatus::Completed => "completed".to_string(),
         RunStatus::Aborted => format!("ABORTED: {}", s.abort_reason.as_deref().unwrap_or("")),
     };
+    let headlines: String =
+        crate::report::headlines(s).iter().map(|l| format!("- {}\n", l.replace("**", ""))).collect();
     format!(
-        "{} — {status}, {:.1} s, {} requests, {} upstream attempts\nsut: {}\n{t}\nrun folder: {}\n",
+        "{} — {status}, {:.1} s, {} requests, {} upstream attempts\nsut: {}\n{t}\n{headlines}run folder: {}\n",
         s.scenario,
         s.duration_s,
         s.totals.requests,

@@ -22,8 +22,10 @@ pub fn identity(scenario: &Scenario, run_id: &str, started_at: SystemTime, targe
         time_scale: scenario.time_scale,
         target: target.to_string(),
         sut: sut.to_string(),
+        client_timeout_ms: scenario.load.as_ref().map(|l| l.timeout.as_std().as_secs_f64() * 1000.0),
         upstreams: scenario.upstreams.iter().map(|u| u.name.clone()).collect(),
         faults: fault_windows(scenario),
+        declared_max_retries: crate::sut::declared_max_retries(scenario.sut.as_ref()),
     }
 }
 
@@ -66,9 +68,13 @@ pub fn measured(id: RunIdentity, m: &Measured<'_>) -> Summary {
         .collect();
     let times = || m.attempts.iter().map(|a| a.t_us);
     let per_stage = crate::analysis::count_in_spans(times(), &spans);
-    let whole = crate::analysis::count_in_spans(times(), &[(m.t0_us, m.load_end_us.max(m.t0_us))])[0];
     let ranges: Vec<Option<(u64, u64)>> = m.records.iter().map(|r| r.id_range).collect();
     let by_id = crate::analysis::count_by_id(m.attempts, &ranges);
+    // One scope for every count: warm-ups out of the requests and of the attempts (the
+    // attempts made for the measured requests when ids join them, else those that arrived
+    // in the measured spans).
+    let whole: u64 =
+        if by_id.iter().any(Option::is_some) { by_id.iter().flatten().sum() } else { per_stage.iter().sum() };
     let mut total = OutcomeCounts::default();
     let stages = m
         .load

@@ -59,21 +59,31 @@ fn pct(p: Option<&Percentiles>, f: fn(&Percentiles) -> f64) -> Option<f64> {
 
 fn stage_value(st: &StageSummary, name: &str) -> Option<f64> {
     match name {
-        "latency.p50_ms" => pct(st.latency_ms.as_ref(), |p| p.p50),
-        "latency.p90_ms" => pct(st.latency_ms.as_ref(), |p| p.p90),
-        "latency.p95_ms" => pct(st.latency_ms.as_ref(), |p| p.p95),
-        "latency.p99_ms" => pct(st.latency_ms.as_ref(), |p| p.p99),
-        "latency.max_ms" => pct(st.latency_ms.as_ref(), |p| p.max),
+        "latency.p50_ms" => pct(st.latency_valid_ms.as_ref(), |p| p.p50),
+        "latency.p90_ms" => pct(st.latency_valid_ms.as_ref(), |p| p.p90),
+        "latency.p95_ms" => pct(st.latency_valid_ms.as_ref(), |p| p.p95),
+        "latency.p99_ms" => pct(st.latency_valid_ms.as_ref(), |p| p.p99),
+        "latency.max_ms" => pct(st.latency_valid_ms.as_ref(), |p| p.max),
         "ttft.p50_ms" => pct(st.ttft_ms.as_ref(), |p| p.p50),
         "ttft.p95_ms" => pct(st.ttft_ms.as_ref(), |p| p.p95),
         "ttft.p99_ms" => pct(st.ttft_ms.as_ref(), |p| p.p99),
-        "throughput.rps" => Some(st.achieved_rps),
+        "throughput.offered_rps" => Some(st.offered_rps),
+        "throughput.completed_rps" => Some(st.completed_rps),
+        "throughput.goodput_rps" => Some(st.goodput_rps),
         "outcomes.valid_rate" => (st.requests > 0).then_some(st.valid_rate),
         "outcomes.error_rate" => (st.requests > 0).then_some(st.error_rate),
         "retry.amplification" => st.attempts_per_request,
         "requests" => Some(st.requests as f64),
         _ => None,
     }
+}
+
+/// A per-second figure over the whole run: the stages' figures weighted by their measured
+/// length (warm-ups and the drain after the last stage are not load time).
+fn overall_rate(s: &Summary, f: fn(&StageSummary) -> f64) -> Option<f64> {
+    let len = |st: &StageSummary| (st.duration_s - st.warmup_s).max(0.0);
+    let total: f64 = s.stages.iter().map(len).sum();
+    (total > 0.0).then(|| s.stages.iter().map(|st| f(st) * len(st)).sum::<f64>() / total)
 }
 
 /// The value of `name` (for `phase`, or the whole run) in `s`; `None` when not measured.
@@ -91,7 +101,9 @@ pub fn value(s: &Summary, name: &str, phase: Option<&str>) -> Option<f64> {
     match name {
         "outcomes.valid_rate" => share(&[Outcome::Ok]),
         "outcomes.error_rate" => share(&[Outcome::Ok, Outcome::Fallback]).map(|ok| 1.0 - ok),
-        "throughput.rps" => (s.duration_s > 0.0).then(|| t.requests as f64 / s.duration_s),
+        "throughput.offered_rps" => overall_rate(s, |st| st.offered_rps),
+        "throughput.completed_rps" => overall_rate(s, |st| st.completed_rps),
+        "throughput.goodput_rps" => overall_rate(s, |st| st.goodput_rps),
         "requests" => Some(t.requests as f64),
         "retry.amplification" => s.retry.as_ref().map(|r| r.amplification.overall).or(t.attempts_per_request),
         "retry.amplification.max_window" => s.retry.as_ref().and_then(|r| r.amplification.max_window),
@@ -181,10 +193,45 @@ pub const DEFAULT_BASELINE_METRICS: &[&str] = &[
     "sweep.safe_limit.rps",
 ];
 
+/// How much worse than the baseline a metric may be.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Tolerances {
+    /// Noisy metrics (percentiles, throughput, recovery time, the knee): a share of the
+    /// baseline's value (default 0.1).
+    pub relative: f64,
+    /// Per-metric overrides: a share for noisy metrics, an absolute amount for the others.
+    pub per_metric: std::collections::BTreeMap<String, f64>,
+}
+
+impl Default for Tolerances {
+    fn default() -> Self {
+        Self { relative: 0.1, per_metric: std::collections::BTreeMap::new() }
+    }
+}
+
+/// The default absolute tolerance of a metric that is not noisy: rates and amplification move
+/// by sampling noise between identical runs (a 10 req/s phase of 30 s has 300 requests: one
+/// error more is 0.3 points), counts of misbehaviour are held exactly.
+pub fn default_absolute(name: &str) -> f64 {
+    match name {
+        "outcomes.error_rate" | "outcomes.valid_rate" | "retry.immediate_share" => 0.02,
+        "retry.amplification" | "retry.amplification.max_window" => 0.05,
+        _ => 0.0,
+    }
+}
+
+impl Tolerances {
+    /// The allowed worsening of `name` (relative for noisy metrics, absolute otherwise).
+    fn of(&self, name: &str, noisy: bool) -> f64 {
+        self.per_metric.get(name).copied().unwrap_or(if noisy { self.relative } else { default_absolute(name) })
+    }
+}
+
 /// Compares `s` with `baseline` on `metrics` (name, phase): a noisy metric regresses when it
-/// is worse by more than `tolerance` (a share, e.g. 0.1); an exact one when it is worse at all
-/// (beyond 1e-9). Metrics missing from either run are skipped.
-pub fn compare(s: &Summary, baseline: &Summary, metrics: &[(String, Option<String>)], tolerance: f64) -> Verdict {
+/// is worse by more than its relative tolerance; any other when it is worse by more than its
+/// absolute tolerance (see [`default_absolute`]; beyond 1e-9). Metrics missing from either run
+/// are skipped.
+pub fn compare(s: &Summary, baseline: &Summary, metrics: &[(String, Option<String>)], tol: &Tolerances) -> Verdict {
     let mut checks = Vec::new();
     for (name, phase) in metrics {
         let Some(meta) = metric(name) else { continue };
@@ -192,13 +239,23 @@ pub fn compare(s: &Summary, baseline: &Summary, metrics: &[(String, Option<Strin
         else {
             continue;
         };
-        let allowed = if meta.noisy { tolerance } else { 0.0 };
-        let (limit, worse) = match meta.worse {
-            Worse::Higher => (base * (1.0 + allowed), now > base * (1.0 + allowed) + 1e-9),
-            Worse::Lower => (base * (1.0 - allowed), now < base * (1.0 - allowed) - 1e-9),
+        let allowed = tol.of(name, meta.noisy);
+        let limit = match (meta.worse, meta.noisy) {
+            (Worse::Higher, true) => base * (1.0 + allowed),
+            (Worse::Lower, true) => base * (1.0 - allowed),
+            (Worse::Higher, false) => base + allowed,
+            (Worse::Lower, false) => base - allowed,
+        };
+        let worse = match meta.worse {
+            Worse::Higher => now > limit + 1e-9,
+            Worse::Lower => now < limit - 1e-9,
         };
         let scope = phase.as_ref().map_or(String::new(), |p| format!(" [{p}]"));
-        let how = if meta.noisy { format!("{:.0} % tolerance", tolerance * 100.0) } else { "strict".into() };
+        let how = match (meta.noisy, allowed == 0.0) {
+            (_, true) => "strict".to_string(),
+            (true, false) => format!("{:.0} % tolerance", allowed * 100.0),
+            (false, false) => format!("± {} tolerance", show(allowed)),
+        };
         let dir = if meta.worse == Worse::Higher { "<=" } else { ">=" };
         checks.push(CheckResult {
             name: format!("{name}{scope} vs baseline"),
@@ -231,8 +288,8 @@ mod tests {
     fn every_metric_of_the_catalogue_reads_the_summary_it_names() {
         let s = example();
         let fault = s.stages.iter().find(|st| st.name == "fault").unwrap();
-        assert_eq!(value(&s, "latency.p95_ms", Some("fault")), fault.latency_ms.map(|p| p.p95));
-        let worst = s.stages.iter().filter_map(|st| st.latency_ms.map(|p| p.p99)).fold(0.0, f64::max);
+        assert_eq!(value(&s, "latency.p95_ms", Some("fault")), fault.latency_valid_ms.map(|p| p.p95));
+        let worst = s.stages.iter().filter_map(|st| st.latency_valid_ms.map(|p| p.p99)).fold(0.0, f64::max);
         assert_eq!(value(&s, "latency.p99_ms", None), Some(worst), "overall = the worst stage");
         assert_eq!(value(&s, "retry.amplification", None), s.retry.as_ref().map(|r| r.amplification.overall));
         assert_eq!(value(&s, "requests", None), Some(s.totals.requests as f64));
@@ -269,18 +326,31 @@ mod tests {
         let base = example();
         let metrics =
             vec![("latency.p95_ms".to_string(), Some("fault".to_string())), ("retry.amplification".to_string(), None)];
-        assert!(compare(&base, &base, &metrics, 0.1).passed, "a run equals itself");
+        let tol = Tolerances::default();
+        assert!(compare(&base, &base, &metrics, &tol).passed, "a run equals itself");
         let mut slower = base.clone();
         let fault = slower.stages.iter_mut().find(|st| st.name == "fault").unwrap();
-        let p = fault.latency_ms.as_mut().unwrap();
+        let p = fault.latency_valid_ms.as_mut().unwrap();
         p.p95 *= 1.05;
-        assert!(compare(&slower, &base, &metrics, 0.1).passed, "5 % slower is within 10 %");
-        slower.stages.iter_mut().find(|st| st.name == "fault").unwrap().latency_ms.as_mut().unwrap().p95 *= 1.2;
-        let v = compare(&slower, &base, &metrics, 0.1);
+        assert!(compare(&slower, &base, &metrics, &tol).passed, "5 % slower is within 10 %");
+        slower.stages.iter_mut().find(|st| st.name == "fault").unwrap().latency_valid_ms.as_mut().unwrap().p95 *= 1.2;
+        let v = compare(&slower, &base, &metrics, &tol);
         assert!(!v.passed && v.checks[0].reason.as_deref().unwrap().starts_with("regressed"), "{v:?}");
         let mut amplified = base.clone();
         amplified.retry.as_mut().unwrap().amplification.overall += 0.01;
-        let v = compare(&amplified, &base, &metrics, 0.5);
-        assert!(!v.passed, "ratios are strict whatever the tolerance: {v:?}");
+        assert!(compare(&amplified, &base, &metrics, &tol).passed, "0.01 is noise for A (default ± 0.05)");
+        amplified.retry.as_mut().unwrap().amplification.overall += 0.1;
+        let v = compare(&amplified, &base, &metrics, &tol);
+        assert!(!v.passed, "A 0.11 higher regressed: {v:?}");
+        assert!(v.checks[1].expected.contains("± 0.05"), "{v:?}");
+        // A per-metric tolerance overrides the default, absolute for ratios.
+        let loose =
+            Tolerances { per_metric: [("retry.amplification".to_string(), 0.2)].into(), ..Tolerances::default() };
+        assert!(compare(&amplified, &base, &metrics, &loose).passed);
+        let strict =
+            Tolerances { per_metric: [("retry.amplification".to_string(), 0.0)].into(), ..Tolerances::default() };
+        let mut nudged = base.clone();
+        nudged.retry.as_mut().unwrap().amplification.overall += 0.01;
+        assert!(!compare(&nudged, &base, &metrics, &strict).passed, "0 makes it strict again");
     }
 }

@@ -171,9 +171,13 @@ impl<F> Attempt<F> {
         self.correlation_id().and_then(parse_request_id)
     }
 
-    /// Whether the attempt failed (an error status, or the mock hung, reset or was down).
+    /// Whether the attempt failed: an error status; the mock hung, reset or was down; or the
+    /// client (the SUT) cut it off before the answer ended — a timed-out attempt is a failure
+    /// to the retry logic that sent the next one.
     pub fn failed(&self) -> bool {
-        self.status >= 400 || matches!(self.decision, Decision::Hang | Decision::Reset | Decision::Outage)
+        self.status >= 400
+            || self.client_disconnected
+            || matches!(self.decision, Decision::Hang | Decision::Reset | Decision::Outage)
     }
 
     /// When the mock finished with it, µs on the run clock.

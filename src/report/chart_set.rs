@@ -17,12 +17,19 @@ fn shaded(s: &Summary) -> Vec<(f64, f64, String)> {
 pub fn charts_for(series: &Series, s: &Summary) -> Vec<(String, Chart)> {
     let mut out = Vec::new();
     let shade = shaded(s);
-    let x = "time since load start (s)".to_string();
+    let x = "completion time since load start (s)".to_string();
+    // Every time chart shows the same span, the load start to the last second with data, so
+    // charts line up when read one above the other.
+    let last_window = series.windows.last().map_or(0.0, |w| w.t_s as f64 + 1.0);
+    let span = Some((0.0, s.duration_s.max(last_window).max(1.0)));
     let w = &series.windows;
-    if !series.latency.is_empty() {
+    if !series.latency.is_empty() || !series.latency_all.is_empty() {
         let width = series.latency_width_s;
+        let half = width as f64 / 2.0;
+        // Drawn at the bucket's centre: a bucket of sends from t to t + width.
+        let pick =
+            |b: &[(f64, [f64; 3])], i: usize| -> Vec<(f64, f64)> { b.iter().map(|(t, p)| (*t + half, p[i])).collect() };
         let buckets = &series.latency;
-        let pick = |i: usize| -> Vec<(f64, f64)> { buckets.iter().map(|(t, p)| (*t, p[i])).collect() };
         out.push((
             "latency".into(),
             Chart::Lines(LineChart {
@@ -30,11 +37,14 @@ pub fn charts_for(series: &Series, s: &Summary) -> Vec<(String, Chart)> {
                 x_label: "send time since load start (s)".into(),
                 y_label: "latency (ms)".into(),
                 lines: vec![
-                    Line { name: "p50".into(), points: pick(0), color: 0 },
-                    Line { name: "p95".into(), points: pick(1), color: 1 },
-                    Line { name: "p99".into(), points: pick(2), color: 3 },
+                    Line { name: "p50, valid answers".into(), points: pick(buckets, 0), color: 0 },
+                    Line { name: "p95, valid answers".into(), points: pick(buckets, 1), color: 1 },
+                    Line { name: "p99, valid answers".into(), points: pick(buckets, 2), color: 3 },
+                    Line { name: "p99, every outcome".into(), points: pick(&series.latency_all, 2), color: 7 },
                 ],
                 shaded: shade.clone(),
+                x_range: span,
+                max_gap: Some(width as f64 * 1.5),
                 ..LineChart::default()
             }),
         ));
@@ -47,7 +57,14 @@ pub fn charts_for(series: &Series, s: &Summary) -> Vec<(String, Chart)> {
             .filter(|(_, n)| w.iter().any(|w| w.outcomes.get(**n).copied().unwrap_or(0) > 0))
             .map(|(i, n)| Line {
                 name: (*n).into(),
-                points: w.iter().map(|w| (w.t_s as f64, w.outcomes.get(*n).copied().unwrap_or(0) as f64)).collect(),
+                // Every second, zero where nothing of this outcome (or nothing at all) finished,
+                // so the stack does not bridge empty seconds; each second drawn at its centre.
+                points: (0..=w.last().map_or(0, |l| l.t_s))
+                    .map(|t| {
+                        let count = w.iter().find(|x| x.t_s == t).and_then(|x| x.outcomes.get(*n)).copied();
+                        (t as f64 + 0.5, count.unwrap_or(0) as f64)
+                    })
+                    .collect(),
                 color: [2, 5, 6, 1, 4, 3, 7, 0][i],
             })
             .collect();
@@ -60,6 +77,7 @@ pub fn charts_for(series: &Series, s: &Summary) -> Vec<(String, Chart)> {
                 lines,
                 shaded: shade.clone(),
                 stacked: true,
+                x_range: span,
                 ..LineChart::default()
             }),
         ));
@@ -69,12 +87,15 @@ pub fn charts_for(series: &Series, s: &Summary) -> Vec<(String, Chart)> {
         out.push((
             "amplification".into(),
             Chart::Lines(LineChart {
-                title: "Retry amplification A(w) = upstream attempts / client requests".into(),
-                x_label: x.clone(),
+                title: "Retry amplification A(w): upstream attempts for the requests sent each second, per request"
+                    .into(),
+                x_label: "send time since load start (s)".into(),
                 y_label: "attempts per request".into(),
-                lines: vec![Line { name: "A(w), 1 s windows".into(), points: amp, color: 3 }],
+                lines: vec![Line { name: "A(w), seconds with ≥ 5 requests".into(), points: amp, color: 3 }],
                 shaded: shade.clone(),
                 reference: Some((1.0, "no amplification (1.0)".into())),
+                x_range: span,
+                max_gap: Some(1.5),
                 ..LineChart::default()
             }),
         ));
@@ -100,13 +121,14 @@ pub fn charts_for(series: &Series, s: &Summary) -> Vec<(String, Chart)> {
             "upstream-concurrency".into(),
             Chart::Lines(LineChart {
                 title: "At the mock upstreams: requests in flight and queued for a slot".into(),
-                x_label: x.clone(),
+                x_label: "time since load start (s), at each whole second".into(),
                 y_label: "requests".into(),
                 lines: vec![
                     Line { name: "in flight".into(), points: pts(active), color: 0 },
                     Line { name: "queued".into(), points: pts(queued), color: 3 },
                 ],
                 shaded: shade.clone(),
+                x_range: span,
                 ..LineChart::default()
             }),
         ));
@@ -131,10 +153,12 @@ pub fn charts_for(series: &Series, s: &Summary) -> Vec<(String, Chart)> {
             "upstream-share".into(),
             Chart::Lines(LineChart {
                 title: "Share of upstream attempts per upstream".into(),
-                x_label: x.clone(),
+                x_label: "arrival time at the upstreams since load start (s)".into(),
                 y_label: "share of attempts (%)".into(),
                 lines,
                 shaded: shade.clone(),
+                x_range: span,
+                max_gap: Some(1.5),
                 ..LineChart::default()
             }),
         ));
@@ -168,8 +192,11 @@ pub fn charts_for(series: &Series, s: &Summary) -> Vec<(String, Chart)> {
             Chart::Lines(LineChart {
                 title: "Throughput vs load".into(),
                 x_label: unit.into(),
-                y_label: "achieved throughput (req/s)".into(),
-                lines: vec![Line { name: "achieved".into(), points: pts(|s| s.rps), color: 0 }],
+                y_label: "requests per second".into(),
+                lines: vec![
+                    Line { name: "offered".into(), points: pts(|s| s.offered_rps), color: 0 },
+                    Line { name: "goodput (valid answers)".into(), points: pts(|s| s.goodput_rps), color: 2 },
+                ],
                 markers,
                 ..LineChart::default()
             }),

@@ -76,6 +76,12 @@ pub struct LineChart {
     pub stacked: bool,
     /// A horizontal reference line (y, label).
     pub reference: Option<(f64, String)>,
+    /// The x range to show (every time chart of a run shares one: load start to run end);
+    /// absent, the data's.
+    pub x_range: Option<(f64, f64)>,
+    /// Lines break where consecutive points are further apart than this (a gap in the data
+    /// is not drawn as a straight line across it).
+    pub max_gap: Option<f64>,
 }
 
 /// A bar chart over named categories.
@@ -121,6 +127,19 @@ fn draw<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, chart: &Chart) -> Resu
     root.present().map_err(err)
 }
 
+/// The points as runs with no gap wider than `max_gap` inside a run.
+fn split_at_gaps(points: &[(f64, f64)], max_gap: Option<f64>) -> Vec<Vec<(f64, f64)>> {
+    let mut runs: Vec<Vec<(f64, f64)>> = vec![Vec::new()];
+    for &p in points {
+        let gap = runs.last().and_then(|r| r.last()).is_some_and(|q| max_gap.is_some_and(|g| p.0 - q.0 > g));
+        if gap {
+            runs.push(Vec::new());
+        }
+        runs.last_mut().expect("one run at least").push(p);
+    }
+    runs
+}
+
 fn bounds(c: &LineChart) -> (f64, f64, f64) {
     let xs = c.lines.iter().flat_map(|l| l.points.iter().map(|p| p.0)).chain(c.shaded.iter().flat_map(|s| [s.0, s.1]));
     let (x0, x1) = xs.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), x| (a.min(x), b.max(x)));
@@ -131,7 +150,11 @@ fn bounds(c: &LineChart) -> (f64, f64, f64) {
         c.lines.iter().flat_map(|l| l.points.iter().map(|p| p.1)).fold(0.0, f64::max)
     };
     let ymax = ymax.max(c.reference.as_ref().map_or(0.0, |r| r.0));
-    let (x0, x1) = if x0.is_finite() && x1 > x0 { (x0, x1) } else { (0.0, 1.0) };
+    let (x0, x1) = match c.x_range {
+        Some((a, b)) if b > a => (a, b),
+        _ if x0.is_finite() && x1 > x0 => (x0, x1),
+        _ => (0.0, 1.0),
+    };
     (x0, x1, if ymax > 0.0 { ymax * 1.1 } else { 1.0 })
 }
 
@@ -180,10 +203,15 @@ fn draw_lines<DB: DrawingBackend>(
                 base[i] = p.1;
             }
         } else {
-            chart
-                .draw_series(LineSeries::new(line.points.iter().copied(), color.stroke_width(2)))?
-                .label(&line.name)
-                .legend(move |(x, y)| PathElement::new([(x, y), (x + 16, y)], color.stroke_width(2)));
+            let runs = split_at_gaps(&line.points, c.max_gap);
+            for (k, run) in runs.iter().enumerate() {
+                let series = chart.draw_series(LineSeries::new(run.iter().copied(), color.stroke_width(2)))?;
+                if k == 0 {
+                    series
+                        .label(&line.name)
+                        .legend(move |(x, y)| PathElement::new([(x, y), (x + 16, y)], color.stroke_width(2)));
+                }
+            }
             if line.points.len() <= 40 {
                 chart.draw_series(line.points.iter().map(|&p| Circle::new(p, 3, color.filled())))?;
             }
@@ -285,6 +313,8 @@ mod tests {
             markers: vec![Marker { x: 1.0, label: "knee".into(), color: 3 }],
             stacked: false,
             reference: Some((100.0, "baseline".into())),
+            x_range: Some((0.0, 3.0)),
+            max_gap: None,
         });
         let svg = write(&chart, dir.path(), "latency").unwrap();
         let text = std::fs::read_to_string(&svg).unwrap();
@@ -300,5 +330,12 @@ mod tests {
             bars: vec![("1".into(), 5.0), ("4".into(), 95.0)],
         });
         write(&bars, dir.path(), "bars").unwrap();
+    }
+
+    #[test]
+    fn lines_break_at_gaps_wider_than_allowed() {
+        let p = [(0.0, 1.0), (1.0, 1.0), (5.0, 2.0), (6.0, 2.0)];
+        assert_eq!(split_at_gaps(&p, Some(1.5)).len(), 2);
+        assert_eq!(split_at_gaps(&p, None).len(), 1);
     }
 }

@@ -68,7 +68,7 @@ fn what_ran(d: &mut Doc, s: &Summary) {
         })
         .collect();
     d.push(Block::Table(
-        vec!["".into(), "".into()],
+        vec!["what".into(), "detail".into()],
         vec![
             vec!["scenario".into(), format!("`{}` ({})", s.scenario, s.scenario_file)],
             vec![
@@ -79,8 +79,18 @@ fn what_ran(d: &mut Doc, s: &Summary) {
             vec![
                 "load".into(),
                 format!(
-                    "{:.1} s, {} goose users, {} requests issued",
-                    s.duration_s, s.generator.users, s.generator.issued
+                    "{:.1} s, {} goose users, {} requests issued{}",
+                    s.duration_s,
+                    s.generator.users,
+                    s.generator.issued,
+                    if s.generator.issued > s.totals.requests {
+                        format!(
+                            ", {} measured (the rest fell in warm-ups, which every number leaves out)",
+                            s.totals.requests
+                        )
+                    } else {
+                        String::new()
+                    }
                 ),
             ],
             vec![
@@ -105,11 +115,12 @@ fn recovery(d: &mut Doc, s: &Summary) {
     if !s.recovery.is_empty() {
         d.push(Block::Heading(2, "Recovery".into()));
         d.push(Block::Para(format!(
-            "Seconds from the end of each fault window until p95 ≤ {}× the baseline p95 + {} ms and the error rate ≤ baseline + {} points, for {} consecutive seconds.",
-            analysis::recovery::P95_FACTOR,
-            analysis::recovery::P95_SLACK_MS,
+            "Seconds from the end of each fault window until, for {} consecutive seconds of requests (by intended send time, each with at least {} requests), the share of requests that were *not* valid upstream answers is at most the baseline's + {} points and the p95 of the valid answers at most {}× the baseline's + {} ms. Fallbacks, cache hits and errors count against recovery.",
+            analysis::recovery::STABLE_WINDOWS,
+            analysis::recovery::MIN_SECOND_REQUESTS,
             analysis::recovery::ERROR_SLACK * 100.0,
-            analysis::recovery::STABLE_WINDOWS
+            analysis::recovery::P95_FACTOR,
+            analysis::recovery::P95_SLACK_MS
         )));
         d.push(Block::Table(
             vec!["fault".into(), "ended (s)".into(), "recovery".into(), "baseline".into()],
@@ -121,7 +132,7 @@ fn recovery(d: &mut Doc, s: &Summary) {
                         ms(r.ended_s),
                         r.seconds.map_or("**did not recover**".into(), |v| format!("{v} s")),
                         format!(
-                            "`{}`: p95 {} ms, errors {}",
+                            "`{}`: valid p95 {} ms, not valid {}",
                             r.baseline_stage,
                             ms(r.baseline_p95_ms),
                             pct(r.baseline_error_rate)
@@ -139,14 +150,23 @@ fn retries(d: &mut Doc, s: &Summary, charts: &[String]) {
         d.push(Block::Heading(2, "Retries".into()));
         let mut rows = vec![
             vec![
-                "amplification overall / worst 1 s window".into(),
+                format!("A overall / worst 1 s window (of ≥ {} requests)", analysis::retry::MIN_WINDOW_REQUESTS),
                 format!(
                     "{}× / {}",
                     r.amplification.overall,
                     r.amplification.max_window.map_or("—".into(), |m| format!("{m}×"))
                 ),
             ],
-            vec!["retry fraction (1 − 1/A)".into(), pct(r.retry_fraction)],
+            vec![
+                "answered without an upstream / A among the rest".into(),
+                format!(
+                    "{} / {}",
+                    r.amplification.served_without_upstream.map_or("—".into(), pct),
+                    r.amplification.reached.map_or("—".into(), |a| format!("{a}×"))
+                ),
+            ],
+            vec!["retry fraction (retries / attempts)".into(), pct(r.retry_fraction)],
+            vec!["fan-out (attempts at another endpoint for the same request)".into(), r.fan_out.to_string()],
             vec![
                 "retries; immediate (< 50 ms)".into(),
                 format!("{}; {}", r.retries, r.immediate_retry_share.map_or("—".into(), pct)),
@@ -163,19 +183,35 @@ fn retries(d: &mut Doc, s: &Summary, charts: &[String]) {
                 format!("{} / {} / {}", r.by_layer.gateway, r.by_layer.sdk, r.by_layer.envoy),
             ],
             vec![
-                "reference E[A] for N immediate retries".into(),
+                "reference E[A] = (1 − p^(N+1)) / (1 − p)".into(),
                 format!(
-                    "{}× (failure rate p = {}, N = {}): A well below this means budgeted retries",
+                    "{}× (p = {} of attempts failed or were cut off, N = {} {}): A well below this means budgeted retries",
                     r.expected_amplification_n_retries,
                     pct(r.failure_rate),
-                    r.max_retries
+                    r.max_retries,
+                    if r.max_retries_source == "declared" { "as declared" } else { "as observed" }
                 ),
             ],
         ];
-        for (phase, a) in &r.amplification.by_phase {
-            rows.push(vec![format!("attempts per request in `{phase}`"), format!("{a}")]);
+        // In stage order (step-2 before step-10), not the map's alphabetical order.
+        for st in &s.stages {
+            if let Some(a) = r.amplification.by_phase.get(&st.name) {
+                rows.push(vec![format!("attempts per request in `{}`", st.name), format!("{a}")]);
+            }
         }
-        d.push(Block::Table(vec!["".into(), "".into()], rows));
+        d.push(Block::Table(vec!["metric".into(), "value".into()], rows));
+        d.push(Block::Para(
+            "Scope: requests sent after their stage's warm-up, and the upstream attempts made for them.".into(),
+        ));
+        if let Some(why) = super::text::amplification_below_one(s) {
+            d.push(Block::Para(why));
+        }
+        if let Some(c) = r.join_coverage.filter(|c| *c < 0.95) {
+            d.push(Block::Para(format!(
+                "**Warning**: only {} of upstream attempts carried the id of a client request; the joined numbers (histogram, retries, gaps) miss the rest. Does the SUT forward `x-chaos-request-id` or the prompt?",
+                pct(c)
+            )));
+        }
         if !r.joined {
             d.push(Block::Para(
                 "Attempts carried no request id (`request_id = \"none\"` or a SUT that drops it): only A(w) is known."
@@ -254,7 +290,7 @@ fn capacity(d: &mut Doc, s: &Summary, charts: &[String]) {
     if let Some(sw) = &s.sweep {
         d.push(Block::Heading(2, "Capacity: knee and safe limit".into()));
         d.push(Block::Para(format!(
-            "Knee by Kneedle on (load, p99), cross-checked by the throughput plateau; safe limit = 80 % of the knee. Confidence: {}.",
+            "Knee by Kneedle on (step, p99), cross-checked by the goodput plateau, over the usable steps (a step with more than 5 % errors or a growing backlog ends them); safe limit = 80 % of the knee. Confidence: {}.",
             sw.confidence
         )));
         if let Some(k) = &sw.knee {
@@ -267,7 +303,7 @@ fn capacity(d: &mut Doc, s: &Summary, charts: &[String]) {
         }
         d.push(Block::List(sw.notes.clone()));
         d.push(Block::Table(
-            ["load", "req/s", "p50 ms", "p95 ms", "p99 ms", "errors", "steady"]
+            ["load", "offered/s", "goodput/s", "p50 ms", "p95 ms", "p99 ms", "errors", "steady"]
                 .iter()
                 .map(|h| (*h).to_string())
                 .collect(),
@@ -276,7 +312,8 @@ fn capacity(d: &mut Doc, s: &Summary, charts: &[String]) {
                 .map(|st| {
                     vec![
                         format!("{} {}", st.load, sw.unit),
-                        format!("{:.1}", st.rps),
+                        format!("{:.1}", st.offered_rps),
+                        format!("{:.1}", st.goodput_rps),
                         ms(st.p50_ms),
                         ms(st.p95_ms),
                         ms(st.p99_ms),

@@ -6,14 +6,51 @@ use crate::analysis::{self, RunStatus, Summary};
 use crate::record::count_served;
 use crate::scenario::wire_name;
 
+fn share(st: &analysis::StageSummary, outcome: &str) -> f64 {
+    if st.requests == 0 { 0.0 } else { st.outcomes.get(outcome).copied().unwrap_or(0) as f64 / st.requests as f64 }
+}
+
+/// A latency in ms as the report prints it; at or above the client timeout it is a bound set
+/// by the timeout, not a measurement, and says so.
+pub fn latency(s: &Summary, v: f64) -> String {
+    match s.client_timeout_ms {
+        Some(t) if v >= t => {
+            format!("≥ {} (timeout)", humantime::format_duration(std::time::Duration::from_millis(t as u64)))
+        }
+        _ => ms(v),
+    }
+}
+
+/// Why A is below 1, in one sentence with the counts, when it is.
+pub fn amplification_below_one(s: &Summary) -> Option<String> {
+    let r = s.retry.as_ref()?;
+    let share = r.amplification.served_without_upstream?;
+    if r.amplification.overall >= 1.0 || share <= 0.0 {
+        return None;
+    }
+    let answered: u64 = r.attempts_histogram.get("0").copied().unwrap_or(0);
+    let total: u64 = r.attempts_histogram.values().sum();
+    Some(format!(
+        "A = {}× is below 1 because {answered} of {} requests ({}) were answered without any upstream attempt — fallbacks, cache hits or load shed by the SUT; the {} that reached an upstream cost {}× attempts each.",
+        r.amplification.overall,
+        total,
+        pct(share),
+        total - answered,
+        r.amplification.reached.unwrap_or(0.0)
+    ))
+}
+
 /// The phases-and-steps table: its header and one row per stage (report.md and the
-/// terminal show the same columns).
+/// terminal show the same columns). Latency percentiles are of valid upstream answers, and
+/// `all p99` of every outcome; a percentile at the client timeout prints as a bound.
 pub fn stage_table(s: &Summary) -> (Vec<String>, Vec<Vec<String>>) {
     let rows: Vec<Vec<String>> = s
         .stages
         .iter()
         .map(|st| {
-            let p = st.latency_ms.unwrap_or_default();
+            let valid = |f: fn(&analysis::summary::Percentiles) -> f64| {
+                st.latency_valid_ms.as_ref().map_or("—".into(), |p| latency(s, f(p)))
+            };
             vec![
                 st.name.clone(),
                 match st.level {
@@ -21,12 +58,20 @@ pub fn stage_table(s: &Summary) -> (Vec<String>, Vec<Vec<String>>) {
                     analysis::summary::Level::Open { rate } => format!("{rate} req/s"),
                 },
                 st.requests.to_string(),
-                format!("{:.1}", st.achieved_rps),
-                ms(p.p50),
-                ms(p.p95),
-                ms(p.p99),
-                st.ttft_ms.map_or("—".into(), |t| ms(t.p95)),
+                format!("{:.1}", st.offered_rps),
+                format!("{:.1}", st.goodput_rps),
+                valid(|p| p.p50),
+                valid(|p| p.p95),
+                valid(|p| p.p99),
+                st.latency_ms.as_ref().map_or("—".into(), |p| latency(s, p.p99)),
+                match (st.ttft_ms, st.no_first_token) {
+                    (Some(t), 0) => ms(t.p95),
+                    (Some(t), n) => format!("{} ({n} none)", ms(t.p95)),
+                    (None, _) => "—".into(),
+                },
                 pct(st.error_rate),
+                pct(st.valid_rate),
+                pct(share(st, "fallback")),
                 st.attempts_per_request.map_or("—".into(), |a| format!("{a:.2}")),
                 wire_name(&st.sustainability),
             ]
@@ -36,12 +81,16 @@ pub fn stage_table(s: &Summary) -> (Vec<String>, Vec<Vec<String>>) {
         "stage",
         "load",
         "requests",
-        "req/s",
-        "p50 ms",
-        "p95 ms",
-        "p99 ms",
+        "offered/s",
+        "goodput/s",
+        "valid p50 ms",
+        "valid p95 ms",
+        "valid p99 ms",
+        "all p99 ms",
         "TTFT p95 ms",
         "errors",
+        "valid",
+        "fallback",
         "attempts/req",
         "steady",
     ]
@@ -75,17 +124,25 @@ pub fn headlines(s: &Summary) -> Vec<String> {
     }
     for r in &s.recovery {
         out.push(match r.seconds {
-            Some(sec) => format!("Recovered **{sec} s** after fault `{}` ended (p95 and error rate back near `{}`)", r.fault, r.baseline_stage),
+            Some(sec) => format!("Recovered **{sec} s** after fault `{}` ended (valid upstream answers and their p95 back near `{}`)", r.fault, r.baseline_stage),
             None => format!(
-                "**Did not recover** after fault `{}` ended at {} s: p95 or error rate stayed away from `{}` until the run ended (metastable failure?)",
+                "**Did not recover** after fault `{}` ended at {} s: valid upstream answers or their p95 stayed away from `{}` until the run ended (metastable failure?)",
                 r.fault, r.ended_s, r.baseline_stage
             ),
         });
     }
     if let Some(r) = &s.retry {
         let mut line = format!("Retry amplification **{}×** overall", r.amplification.overall);
+        if let (true, Some(share), Some(rest)) =
+            (r.amplification.overall < 1.0, r.amplification.served_without_upstream, r.amplification.reached)
+        {
+            line.push_str(&format!(
+                " ({} of requests answered without an upstream; {rest}× among the rest)",
+                pct(share)
+            ));
+        }
         if let (Some(m), Some(t)) = (r.amplification.max_window, r.amplification.max_window_t_s) {
-            line.push_str(&format!(", **{m}×** at worst (1 s window at {t} s)"));
+            line.push_str(&format!(", **{m}×** at worst (requests sent in the second at {t} s)"));
         }
         if let Some(share) = r.immediate_retry_share {
             line.push_str(&format!("; {} of retries immediate (< 50 ms)", pct(share)));
@@ -120,7 +177,7 @@ pub fn headlines(s: &Summary) -> Vec<String> {
     }
     let t = &s.totals;
     out.push(format!(
-        "{} requests, {} failed ({}), {} upstream attempts",
+        "{} requests, {} failed ({}), {} upstream attempts (warm-ups excluded)",
         t.requests,
         t.requests - count_served(&t.outcomes),
         pct(if t.requests > 0 { 1.0 - count_served(&t.outcomes) as f64 / t.requests as f64 } else { 0.0 }),

@@ -37,7 +37,13 @@ const fn m(name: &'static str, help: &'static str, per_phase: bool, worse: Worse
 
 /// Every metric a gate can check.
 pub const METRICS: &[Metric] = &[
-    m("latency.p50_ms", "median latency, ms (overall: the worst stage)", true, Worse::Higher, true),
+    m(
+        "latency.p50_ms",
+        "median latency of valid upstream answers, ms (overall: the worst stage)",
+        true,
+        Worse::Higher,
+        true,
+    ),
     m("latency.p90_ms", "p90 latency, ms", true, Worse::Higher, true),
     m("latency.p95_ms", "p95 latency, ms", true, Worse::Higher, true),
     m("latency.p99_ms", "p99 latency, ms", true, Worse::Higher, true),
@@ -45,7 +51,15 @@ pub const METRICS: &[Metric] = &[
     m("ttft.p50_ms", "median time to first token, ms (streams)", true, Worse::Higher, true),
     m("ttft.p95_ms", "p95 time to first token, ms (streams)", true, Worse::Higher, true),
     m("ttft.p99_ms", "p99 time to first token, ms (streams)", true, Worse::Higher, true),
-    m("throughput.rps", "achieved requests per second (overall: requests / load duration)", true, Worse::Lower, true),
+    m(
+        "throughput.offered_rps",
+        "requests sent per second (overall: over the measured load time)",
+        true,
+        Worse::Lower,
+        true,
+    ),
+    m("throughput.completed_rps", "requests finished per second, any outcome", true, Worse::Lower, true),
+    m("throughput.goodput_rps", "valid answers from an upstream per second", true, Worse::Lower, true),
     m("outcomes.valid_rate", "share of requests answered `ok`", true, Worse::Lower, false),
     m("outcomes.error_rate", "share of requests failed (neither ok nor fallback)", true, Worse::Higher, false),
     m(

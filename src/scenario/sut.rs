@@ -114,6 +114,10 @@ pub struct SutSection {
     pub startup_timeout: Option<Duration>,
     /// Grace between SIGTERM and SIGKILL when stopping a started SUT (default 10s).
     pub stop_timeout: Option<Duration>,
+    /// The most retries the SUT makes for one request, when known: the N of the reference
+    /// E[A] = (1 − p^(N+1)) / (1 − p). Default: the built-in gateway's policy says; otherwise
+    /// the largest number observed.
+    pub max_retries: Option<u32>,
 }
 
 /// What the SUT is.
@@ -157,6 +161,9 @@ pub struct Sut {
     pub startup_timeout: Duration,
     /// SIGTERM-to-SIGKILL grace.
     pub stop_timeout: Duration,
+    /// Retries per request the scenario declares (`sut.max_retries`).
+    #[serde(default)]
+    pub max_retries: Option<u32>,
 }
 
 impl SutSection {
@@ -254,6 +261,7 @@ impl SutSection {
             ready,
             startup_timeout: self.startup_timeout.unwrap_or(Duration::from_secs(30)),
             stop_timeout: self.stop_timeout.unwrap_or(Duration::from_secs(10)),
+            max_retries: self.max_retries,
         }
     }
 }

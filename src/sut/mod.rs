@@ -248,6 +248,16 @@ pub async fn start(sut: Option<&Sut>, ctx: &SutContext) -> Result<RunningSut, Su
     }
 }
 
+/// The most retries the SUT makes per request, when known: the scenario's `sut.max_retries`,
+/// else the built-in gateway policy's `retry.max_retries`.
+pub fn declared_max_retries(sut: Option<&Sut>) -> Option<u32> {
+    let sut = sut?;
+    sut.max_retries.or_else(|| match &sut.kind {
+        SutKind::Gateway { policy, .. } => policy_config(policy).ok().map(|c| c.retry.max_retries),
+        _ => None,
+    })
+}
+
 fn policy_config(policy: &str) -> Result<GatewayConfig, SutError> {
     match GatewayConfig::shipped(policy) {
         Some(c) => Ok(c),

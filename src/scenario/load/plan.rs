@@ -75,6 +75,18 @@ pub(crate) fn problems(load: &LoadSection) -> Problems {
             (None, Some(r)) if r.is_empty() || r.iter().any(|r| !(*r >= 0.0 && r.is_finite())) => {
                 push("load.sweep.rates".into(), format!("{r:?}"), "at least one rate, each ≥ 0")
             }
+            // A sweep looks for where latency bends as load rises: a step that does not rise
+            // makes the curve meaningless.
+            (Some(u), None) if u.windows(2).any(|w| w[1] <= w[0]) => push(
+                "load.sweep.users".into(),
+                format!("{u:?}"),
+                "steps in strictly increasing order, e.g. [8, 16, 32]",
+            ),
+            (None, Some(r)) if r.windows(2).any(|w| w[1] <= w[0]) => push(
+                "load.sweep.rates".into(),
+                format!("{r:?}"),
+                "steps in strictly increasing order, e.g. [10, 20, 40]",
+            ),
             _ => {}
         }
         if s.step.as_std().is_zero() {
