@@ -549,3 +549,48 @@ mod tests {
         assert_eq!(s.goodput_rps, 2.5, "only the plain ok answers: {s:?}");
     }
 }
+
+#[cfg(test)]
+mod latency_tests {
+    use super::*;
+    use crate::analysis::Recorder;
+    use crate::record::Sample;
+    use crate::scenario::{Arrival, Duration};
+
+    /// 100 requests: 60 valid answers at 100 ms, 30 breaker fallbacks in 2 ms, 10 timeouts
+    /// at the 30 s client timeout; streams, so only the valid ones got a first token.
+    #[test]
+    fn valid_answers_and_every_outcome_have_their_own_percentiles() {
+        let stage = Stage {
+            name: "fault".into(),
+            kind: StageKind::Phase,
+            start: Duration::ZERO,
+            duration: Duration::from_secs(100),
+            warmup: Duration::ZERO,
+            level: LoadLevel::Open { rate: 1.0, arrival: Arrival::Constant },
+        };
+        let mut rec = Recorder::new(std::slice::from_ref(&stage), 0);
+        for i in 0..100u64 {
+            let t = i * 1_000_000;
+            let s = match i % 10 {
+                0 => Sample { outcome: Outcome::Timeout, status: 0, ..Sample::answered(i, t, t + 30_000_000) },
+                1..=3 => {
+                    Sample { outcome: Outcome::Fallback, sut_attempts: Some(0), ..Sample::answered(i, t, t + 2_000) }
+                }
+                // One valid answer at an awkward 123 456 µs, to see the exact maximum.
+                _ if i == 99 => Sample { ttft_us: Some(50_000), ..Sample::answered(i, t, t + 123_456) },
+                _ => Sample { ttft_us: Some(50_000), ..Sample::answered(i, t, t + 100_000) },
+            };
+            rec.record(&s);
+        }
+        let (records, _) = rec.finish();
+        let sched = StageSchedule { arrivals: 100, claimed: 100, dropped: 0, max_in_flight: 1 };
+        let s = stage_summary(&stage, &records[0], &sched, 50, 70, None, 100.0);
+        let valid = s.latency_valid_ms.unwrap();
+        assert!((valid.p50 - 100.0).abs() < 0.2, "fallbacks do not pull the median down: {valid:?}");
+        assert_eq!(valid.max, 123.456, "the exact maximum, not a bucket edge");
+        let all = s.latency_ms.unwrap();
+        assert!(all.p50 < 100.5 && all.p95 >= 30_000.0, "{all:?}");
+        assert_eq!(s.no_first_token, 40, "fallbacks and timeouts got no first token");
+    }
+}

@@ -204,3 +204,47 @@ pub fn charts_for(series: &Series, s: &Summary) -> Vec<(String, Chart)> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_time_chart_spans_the_load_start_to_the_run_end() {
+        let s: Summary = serde_json::from_str(include_str!("../../tests/fixtures/slow-upstream-summary.json")).unwrap();
+        let windows: Vec<crate::record::WindowSummary> = (0..3)
+            .map(|t| crate::record::WindowSummary {
+                t_s: t * 2,
+                requests: 1,
+                outcomes: [("ok".to_string(), 1)].into(),
+                latency_ms: None,
+                ttft_p95_ms: None,
+            })
+            .collect();
+        let series = Series {
+            latency_width_s: 4,
+            latency: vec![(0.0, [1.0, 2.0, 3.0])],
+            latency_all: vec![(0.0, [1.0, 2.0, 3.0])],
+            windows,
+            amplification: vec![(0.0, 1.0), (5.0, 2.0)],
+            in_flight: vec![1, 2],
+            queued: vec![0, 1],
+            upstream_attempts: Default::default(),
+        };
+        let charts = charts_for(&series, &s);
+        let ranges: Vec<Option<(f64, f64)>> = charts
+            .iter()
+            .filter_map(|(_, c)| match c {
+                Chart::Lines(l) if l.x_label.contains("since load start") => Some(l.x_range),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(ranges.len(), 4, "latency, outcomes, amplification, concurrency");
+        assert!(ranges.iter().all(|r| *r == Some((0.0, s.duration_s))), "{ranges:?}");
+        let Chart::Lines(latency) = &charts[0].1 else { panic!("latency first") };
+        assert_eq!(latency.lines[0].points[0].0, 2.0, "a 4 s bucket is drawn at its centre");
+        let Chart::Lines(outcomes) = &charts[1].1 else { panic!("outcomes second") };
+        assert_eq!(outcomes.lines[0].points.len(), 5, "seconds 0..=4, the empty ones as zero");
+        assert_eq!(outcomes.lines[0].points[1], (1.5, 0.0));
+    }
+}
