@@ -13,9 +13,7 @@ use super::sweep::SweepAnalysis;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::recorder::{OutcomeCounts, StageRecord};
-use crate::load::{Outcome, StageSchedule};
-use crate::scenario::{LoadLevel, Stage, StageKind};
+use super::recorder::OutcomeCounts;
 
 /// Bumped when a field changes meaning or disappears (adding fields keeps it).
 pub const SCHEMA_VERSION: u32 = 2;
@@ -343,109 +341,8 @@ impl Summary {
     }
 }
 
-/// Outcome counts as a name → count map (every outcome present, zeros included).
-pub fn outcome_map(c: &OutcomeCounts) -> BTreeMap<String, u64> {
-    Outcome::ALL.iter().map(|o| (o.as_str().to_string(), c.get(*o))).collect()
-}
+pub use stage::{BACKLOG_COMPLETION_SHARE, outcome_map, stage_summary};
 
-fn round3(x: f64) -> f64 {
-    (x * 1000.0).round() / 1000.0
-}
-
-/// Completions below this share of arrivals, with latency rising, mean a growing backlog.
-pub const BACKLOG_COMPLETION_SHARE: f64 = 0.9;
-
-/// Whether an open stage's numbers describe a steady state.
-///
-/// A backlog that keeps growing — anywhere: queued in the target, or at the generator because
-/// every user was busy — shows as latency (from the intended send time) rising from the first
-/// third of the stage to the last while completions fall short of arrivals; or as latency
-/// more than doubling. That is `unsustainable`, whatever the send lag says. A stage whose
-/// latency holds and whose completions keep up is never `unsustainable`: lag at its start
-/// (users still busy with the previous stage's backlog) drains, it does not grow. The
-/// generator is the limit only when it fell behind while users were free.
-fn sustainability(rec: &StageRecord, s: &ScheduleSummary, arrivals: u64, users: u64) -> Sustainability {
-    let q = |h: &Histogram<u64>, q: f64| if h.is_empty() { 0.0 } else { h.value_at_quantile(q) as f64 / 1000.0 };
-    let (first, last) = (q(&rec.latency_thirds[0], 0.5), q(&rec.latency_thirds[1], 0.5));
-    let requests = rec.outcomes.total();
-    let rising = last > 1.1 * first + 20.0;
-    let short = (rec.completed as f64) < BACKLOG_COMPLETION_SHARE * requests as f64;
-    let doubling = last > 2.0 * first + 50.0;
-    if (rising && short) || doubling {
-        return Sustainability::Unsustainable;
-    }
-    let lag_growing = q(&rec.lag_thirds[1], 0.99) > (2.0 * q(&rec.lag_thirds[0], 0.99)).max(100.0);
-    let behind = s.lag_p99_ms > 100.0 || s.dropped * 100 > arrivals.max(1);
-    let pool_full = s.max_in_flight >= users;
-    if (lag_growing || behind) && !pool_full { Sustainability::GeneratorLimited } else { Sustainability::Sustained }
-}
-
-/// The summary of one stage.
-pub fn stage_summary(
-    stage: &Stage,
-    rec: &StageRecord,
-    sched: &StageSchedule,
-    users: u64,
-    upstream_attempts: u64,
-    attempts_by_id: Option<u64>,
-    measured_s: f64,
-) -> StageSummary {
-    let requests = rec.outcomes.total();
-    let share = |n: u64| if requests == 0 { 0.0 } else { round3(n as f64 / requests as f64) };
-    let level = match stage.level {
-        LoadLevel::Closed { users, .. } => Level::Closed { users },
-        LoadLevel::Open { rate, .. } => Level::Open { rate },
-    };
-    let lag_ms = |h: &Histogram<u64>, q: f64| if h.is_empty() { 0.0 } else { h.value_at_quantile(q) as f64 / 1000.0 };
-    let schedule = match stage.level {
-        LoadLevel::Open { rate, .. } => Some(ScheduleSummary {
-            requested_rps: rate,
-            achieved_send_rps: round3(if measured_s > 0.0 { requests as f64 / measured_s } else { 0.0 }),
-            lag_p99_ms: round3(lag_ms(&rec.lag, 0.99)),
-            dropped: sched.dropped,
-            max_in_flight: sched.max_in_flight,
-            users,
-        }),
-        LoadLevel::Closed { .. } => None,
-    };
-    let per_s = |n: u64| round3(if measured_s > 0.0 { n as f64 / measured_s } else { 0.0 });
-    let sustainability = if requests == 0 {
-        Sustainability::Empty
-    } else if let Some(s) = &schedule {
-        sustainability(rec, s, sched.arrivals, users)
-    } else {
-        Sustainability::Sustained
-    };
-    StageSummary {
-        name: stage.name.clone(),
-        kind: match stage.kind {
-            StageKind::Phase => "phase".into(),
-            StageKind::Step => "step".into(),
-        },
-        start_s: stage.start.as_std().as_secs_f64(),
-        duration_s: stage.duration.as_std().as_secs_f64(),
-        warmup_s: stage.warmup.as_std().as_secs_f64(),
-        level,
-        requests,
-        offered_rps: per_s(requests),
-        completed_rps: per_s(rec.completed),
-        goodput_rps: per_s(rec.good_completed),
-        latency_valid_ms: Percentiles::with_max(&rec.latency_valid, rec.latency_valid_max_us),
-        latency_ms: Percentiles::with_max(&rec.latency, rec.latency_max_us),
-        ttft_ms: Percentiles::of(&rec.ttft),
-        no_first_token: if rec.ttft.is_empty() { 0 } else { rec.no_first_token },
-        itl_ms: Percentiles::of(&rec.itl),
-        outcomes: outcome_map(&rec.outcomes),
-        error_rate: share(rec.outcomes.failed()),
-        valid_rate: share(rec.outcomes.get(Outcome::Ok)),
-        upstream_attempts,
-        attempts_per_request: (requests > 0)
-            .then(|| round3(attempts_by_id.unwrap_or(upstream_attempts) as f64 / requests as f64)),
-        client_attempts_per_request: (requests > 0).then(|| round3(rec.client_attempts as f64 / requests as f64)),
-        schedule,
-        sustainability,
-    }
-}
-
+mod stage;
 #[cfg(test)]
 mod tests;

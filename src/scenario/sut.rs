@@ -115,8 +115,8 @@ pub struct SutSection {
     /// Grace between SIGTERM and SIGKILL when stopping a started SUT (default 10s).
     pub stop_timeout: Option<Duration>,
     /// The most retries the SUT makes for one request, when known: the N of the reference
-    /// E[A] = (1 − p^(N+1)) / (1 − p). Default: the built-in gateway's policy says; otherwise
-    /// the largest number observed.
+    /// amplification (1 − p^(N+1)) / (1 − p). Default: what the built-in gateway's policy
+    /// says; otherwise the largest number observed.
     pub max_retries: Option<u32>,
 }
 

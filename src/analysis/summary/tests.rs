@@ -2,8 +2,10 @@
 
 use super::*;
 use crate::analysis::Recorder;
+use crate::load::{Outcome, StageSchedule};
 use crate::record::Sample;
 use crate::scenario::{Arrival, Duration};
+use crate::scenario::{LoadLevel, Stage, StageKind};
 
 const SEC: u64 = 1_000_000;
 
