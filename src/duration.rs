@@ -16,6 +16,12 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 /// What users are told a duration looks like.
 pub const EXPECTED_DURATION: &str = "a duration such as \"250ms\", \"1.5s\" or \"2m\"";
 
+/// The longest duration a file may give: ten years is longer than any run, timeout or hold,
+/// and keeps every sum and product of durations far from overflowing.
+pub const MAX_DURATION: std::time::Duration = std::time::Duration::from_secs(10 * 365 * 24 * 3600);
+
+const EXPECTED_AT_MOST: &str = "a duration of at most 10 years";
+
 /// A duration written as a humantime string in files.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Duration(pub std::time::Duration);
@@ -60,9 +66,29 @@ impl std::ops::AddAssign for Duration {
 }
 
 impl Duration {
-    /// This duration times `factor` (≥ 0), for `--time-scale`; rounded to the microsecond.
+    /// This duration times `factor` (≥ 0), for `--time-scale`; rounded to the microsecond,
+    /// saturating (a float-to-integer cast clamps; NaN gives zero).
     pub fn scaled(self, factor: f64) -> Self {
         Self(std::time::Duration::from_micros((self.0.as_secs_f64() * factor * 1e6).round() as u64))
+    }
+}
+
+/// `at + d`, saturating far in the future instead of panicking on overflow (a hostile delay
+/// of u64::MAX seconds means "never", not a crashed task).
+pub fn later(at: std::time::Instant, d: std::time::Duration) -> std::time::Instant {
+    const FAR: std::time::Duration = std::time::Duration::from_secs(100 * 365 * 24 * 3600);
+    at.checked_add(d.min(FAR)).or_else(|| at.checked_add(std::time::Duration::from_secs(3600))).unwrap_or(at)
+}
+
+/// `d × factor`, saturating at `Duration::MAX` and at zero, where `std`'s `mul_f64` panics
+/// (overflow, a negative or NaN factor): every duration a user's numbers can scale goes
+/// through here, so a hostile value slows a request down, never kills it.
+pub fn mul_saturating(d: std::time::Duration, factor: f64) -> std::time::Duration {
+    let secs = d.as_secs_f64() * factor;
+    if secs.is_nan() || secs <= 0.0 {
+        std::time::Duration::ZERO
+    } else {
+        std::time::Duration::try_from_secs_f64(secs).unwrap_or(std::time::Duration::MAX)
     }
 }
 
@@ -106,7 +132,11 @@ impl<'de> Deserialize<'de> for Duration {
             }
 
             fn visit_str<E: de::Error>(self, s: &str) -> Result<Duration, E> {
-                s.parse().map_err(|_| E::invalid_value(Unexpected::Str(s), &EXPECTED_DURATION))
+                match s.parse::<Duration>() {
+                    Ok(d) if d.0 <= MAX_DURATION => Ok(d),
+                    Ok(_) => Err(E::invalid_value(Unexpected::Str(s), &EXPECTED_AT_MOST)),
+                    Err(_) => Err(E::invalid_value(Unexpected::Str(s), &EXPECTED_DURATION)),
+                }
             }
         }
 
@@ -134,6 +164,19 @@ impl JsonSchema for Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn scaling_saturates_instead_of_panicking() {
+        let s = std::time::Duration::from_secs(1);
+        assert_eq!(mul_saturating(s, 1e300), std::time::Duration::MAX);
+        assert_eq!(mul_saturating(s, f64::INFINITY), std::time::Duration::MAX);
+        assert_eq!(mul_saturating(s, f64::NAN), std::time::Duration::ZERO);
+        assert_eq!(mul_saturating(s, -3.0), std::time::Duration::ZERO);
+        assert_eq!(mul_saturating(s, 2.5), std::time::Duration::from_millis(2500));
+        let huge = Duration::from(std::time::Duration::MAX);
+        assert_eq!(huge.scaled(10.0), Duration::from(std::time::Duration::from_micros(u64::MAX)));
+        assert_eq!((huge + huge).as_std(), std::time::Duration::MAX);
+    }
 
     #[test]
     fn parses_compact_and_fractional_forms() {

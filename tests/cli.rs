@@ -268,3 +268,19 @@ fn gateway_refuses_remote_upstreams_and_bad_policies_with_exit_2() {
     assert!(stderr.contains(&format!("{}:4:1: unknown key `backof`", policy.display())), "{stderr}");
     assert!(stderr.contains("did you mean `backoff`?"), "{stderr}");
 }
+
+/// With stderr a pipe nobody reads any more, an error message has nowhere to go: the exit
+/// code must still be the documented one (2), not a panic's 101.
+#[test]
+fn a_broken_stderr_keeps_the_exit_code() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(&bad, "name = \"x\"\nslotz = 1\n").unwrap();
+    let script = format!(
+        "'{}' validate '{}' 2>&1 >/dev/null | (exec 0<&-; sleep 0.3); exit ${{PIPESTATUS[0]}}",
+        env!("CARGO_BIN_EXE_chaos"),
+        bad.display()
+    );
+    let status = std::process::Command::new("bash").args(["-c", &script]).status().unwrap();
+    assert_eq!(status.code(), Some(2));
+}

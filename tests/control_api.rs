@@ -182,3 +182,21 @@ async fn the_control_api_will_not_listen_off_loopback_without_a_token() {
     let err = MockPool::start(&upstreams, options).await.unwrap_err();
     assert!(err.to_string().contains("without a token"), "{err}");
 }
+
+/// A hostile number through the control API is refused with its key, and the mock keeps
+/// answering (it used to accept `multiplier = 1e300` and drop every connection).
+#[tokio::test]
+async fn extreme_values_are_refused_with_their_key() {
+    let pool = pool(None).await;
+    for (fault, key) in [
+        (json!({"kind": "latency", "multiplier": 1e300}), "multiplier"),
+        (json!({"kind": "latency", "add": "18446744073709551615s"}), ""),
+    ] {
+        let (status, body) = call(&pool, reqwest::Method::POST, "/_chaos/faults", Some(fault.clone()), None).await;
+        assert_eq!(status, 400, "{fault}: {body}");
+        if !key.is_empty() {
+            assert_eq!(body["error"]["problems"][0]["key"], key, "{body}");
+        }
+    }
+    assert_eq!(chat_status(&pool).await, 200);
+}

@@ -411,3 +411,31 @@ async fn an_open_sweep_finds_the_knee_at_slots_over_service_time() {
         }
     }
 }
+
+/// A SUT started through a wrapper (`sh -c "… & exec …"`) leaves nothing running: the harness
+/// stops its whole process group, not just the wrapper.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wrapper_script_sut_leaves_no_child_running() {
+    let marker = format!("{}.5", 700 + std::process::id() % 200); // a sleep no one else runs
+    let text = format!(
+        r#"
+name = "wrapper"
+{FIXED_100MS_4_SLOTS}
+[sut]
+command = ["sh", "-c", "sleep {marker} & python3 -m http.server {{sut.port}} --bind 127.0.0.1"]
+url = "http://127.0.0.1:{{sut.port}}"
+ready = "/"
+stop_timeout = "2s"
+[load]
+stream = false
+[[load.phase]]
+name = "a"
+duration = "1s"
+users = 1
+"#
+    );
+    let (s, _dir) = run(&text).await;
+    assert_eq!(s.status, RunStatus::Completed, "{:?}", s.abort_reason);
+    let left = std::process::Command::new("pgrep").args(["-f", &format!("sleep {marker}")]).output().unwrap();
+    assert!(left.stdout.is_empty(), "the wrapper's child survived: {}", String::from_utf8_lossy(&left.stdout));
+}

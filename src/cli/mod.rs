@@ -171,17 +171,26 @@ pub fn main() -> ExitCode {
     let runtime = match runtime(worker_threads(&cli.command)) {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("error: cannot start the async runtime: {e}");
+            to_stderr(&format!("error: cannot start the async runtime: {e}\n"));
             return Exit::Harness.into();
         }
     };
     match runtime.block_on(run(cli)) {
         Ok(()) => Exit::Ok.into(),
         Err(e) => {
-            eprint!("{}", e.render());
+            to_stderr(&e.render());
             e.exit().into()
         }
     }
+}
+
+/// Writes to stderr, ignoring failures: with stderr closed (`2>&-`) or a broken pipe the
+/// message has nowhere to go, and `eprint!` would panic instead of returning the exit code.
+pub fn to_stderr(text: &str) {
+    use std::io::Write;
+    let mut err = std::io::stderr().lock();
+    let _ = err.write_all(text.as_bytes());
+    let _ = err.flush();
 }
 
 /// Worker threads for the command: the mock honours `--threads` (default: the CPUs this process

@@ -85,10 +85,10 @@ pub(super) async fn run(args: Args) -> Result<(), CliError> {
 fn install_interrupt(stopper: Stopper) {
     let result = ctrlc::set_handler(move || {
         if stopper.reason().is_some() {
-            eprintln!("second interrupt: exiting now; the run folder has what was written so far");
+            super::to_stderr("second interrupt: exiting now; the run folder has what was written so far\n");
             std::process::exit(3);
         }
-        eprintln!("interrupted: stopping the run and writing a partial report (interrupt again to exit now)");
+        super::to_stderr("interrupted: stopping the run and writing a partial report (interrupt again to exit now)\n");
         stopper.stop("interrupted by a signal");
     });
     if let Err(e) = result {

@@ -32,7 +32,7 @@ pub(super) fn run(args: &Args) -> Result<(), CliError> {
             }
             Err(e) => {
                 failed += 1;
-                eprint!("{}", e.render());
+                super::to_stderr(&e.render());
             }
         }
     }

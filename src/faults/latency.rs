@@ -3,7 +3,10 @@
 //! a slower provider, not a sleep in front of a fast one. The ramp scales the effect.
 
 use super::{Effect, Problems, fault_spec};
-use crate::duration::Duration;
+use crate::duration::{Duration, mul_saturating};
+
+/// The largest latency multiplier a fault may have.
+pub const MAX_MULTIPLIER: f64 = 1000.0;
 
 fault_spec! {
     /// Slower generations: `multiplier` on TTFT and inter-token time, `add` to TTFT,
@@ -23,8 +26,9 @@ impl LatencyFault {
         if self.multiplier.is_none() && self.add.is_none() && self.add_per_token.is_none() {
             out.push("multiplier", "none of `multiplier`, `add`, `add_per_token`", "at least one of them");
         }
-        if let Some(m) = self.multiplier.filter(|m| !(m.is_finite() && *m > 0.0)) {
-            out.push("multiplier", m.to_string(), "a number > 0");
+        // A provider 1000× slower is already an outage; beyond that a number is a typo.
+        if let Some(m) = self.multiplier.filter(|m| !(m.is_finite() && *m > 0.0 && *m <= MAX_MULTIPLIER)) {
+            out.push("multiplier", crate::located::number(m), format!("a number > 0 and ≤ {MAX_MULTIPLIER}"));
         }
     }
 
@@ -32,8 +36,10 @@ impl LatencyFault {
     pub(super) fn effect(&self, strength: f64) -> Effect {
         Effect::Latency {
             multiplier: 1.0 + (self.multiplier.unwrap_or(1.0) - 1.0) * strength,
-            add: self.add.map_or(std::time::Duration::ZERO, |d| d.as_std().mul_f64(strength)),
-            add_per_token: self.add_per_token.map_or(std::time::Duration::ZERO, |d| d.as_std().mul_f64(strength)),
+            add: self.add.map_or(std::time::Duration::ZERO, |d| mul_saturating(d.as_std(), strength)),
+            add_per_token: self
+                .add_per_token
+                .map_or(std::time::Duration::ZERO, |d| mul_saturating(d.as_std(), strength)),
         }
     }
 }

@@ -221,7 +221,7 @@ impl Fault {
             out.push("probability", p.to_string(), "a number from 0 to 1");
         }
         if let (Some(ramp), Some(duration)) = (env.ramp, env.duration)
-            && ramp.as_std() * 2 > duration.as_std()
+            && ramp.as_std().saturating_mul(2) > duration.as_std()
         {
             out.push("ramp", ramp.to_string(), format!("at most half the duration ({duration}): it ramps in and out"));
         }

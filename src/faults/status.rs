@@ -57,7 +57,7 @@ impl RetryAfter {
             Self::Fixed(d) => d.as_std(),
             Self::Range(lo, hi) => {
                 let span = hi.as_std().saturating_sub(lo.as_std());
-                lo.as_std() + span.mul_f64(draw.clamp(0.0, 1.0))
+                lo.as_std().saturating_add(crate::duration::mul_saturating(span, draw.clamp(0.0, 1.0)))
             }
         }
     }

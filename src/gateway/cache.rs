@@ -68,7 +68,7 @@ impl ResponseCache {
     fn ttl(&self) -> Duration {
         let spread =
             if self.cfg.jitter > 0.0 { rand::rng().random_range(-self.cfg.jitter..=self.cfg.jitter) } else { 0.0 };
-        self.cfg.ttl.as_std().mul_f64(1.0 + spread)
+        crate::duration::mul_saturating(self.cfg.ttl.as_std(), 1.0 + spread)
     }
 
     /// The cached reply for `key`, or `fetch`'s. Only 200s are cached (`fetch` returns them as

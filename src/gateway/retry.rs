@@ -69,7 +69,7 @@ impl RetryPolicy {
     pub fn delay(&self, next: u32, retry_after: Option<Duration>) -> Duration {
         let backoff = self.cfg.backoff.as_ref().map_or(Duration::ZERO, |b| {
             let ceiling = b.base.as_std().saturating_mul(1 << (next.saturating_sub(2)).min(16)).min(b.max.as_std());
-            ceiling.mul_f64(rand::rng().random::<f64>())
+            crate::duration::mul_saturating(ceiling, rand::rng().random::<f64>())
         });
         match (self.cfg.honour_retry_after, retry_after) {
             (true, Some(ra)) => backoff.max(ra),

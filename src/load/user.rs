@@ -101,7 +101,7 @@ impl Shared {
                         crate::seed::stream_key("client-retry"),
                         id << 8 | u64::from(attempt),
                     );
-                    ceiling.mul_f64(rng.random::<f64>())
+                    crate::duration::mul_saturating(ceiling, rng.random::<f64>())
                 });
                 let wait = match (retry.honour_retry_after, answer.retry_after) {
                     (true, Some(ra)) => backoff.max(ra),

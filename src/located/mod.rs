@@ -115,6 +115,12 @@ impl IntoIterator for Problems {
     }
 }
 
+/// A number as an error message shows it: as written for ordinary values, in exponent form
+/// when huge or tiny (`1e300`, not three hundred digits).
+pub fn number(v: f64) -> String {
+    if v != 0.0 && v.is_finite() && !(1e-6..1e9).contains(&v.abs()) { format!("{v:e}") } else { v.to_string() }
+}
+
 /// ` (did you mean "x"?)` when one of `candidates` is close to `found`, else empty: the hint
 /// appended to an "unknown name" message.
 pub fn did_you_mean<'a>(found: &str, candidates: impl IntoIterator<Item = &'a str>) -> String {

@@ -37,7 +37,11 @@ impl Source {
 
     /// The directory relative references in this file are resolved against.
     pub fn dir(&self) -> &Path {
-        self.path.parent().unwrap_or_else(|| Path::new("."))
+        // `sut.toml`'s parent is the empty path, which is no directory to start a command in.
+        match self.path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        }
     }
 
     /// Deserializes the whole file into `T`, mapping any failure to a located error.
@@ -293,6 +297,13 @@ fn key_span(root: &Spanned<DeTable<'_>>, path: &str, key: &str) -> Option<Range<
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_bare_file_name_lives_in_the_current_directory() {
+        assert_eq!(Source::new("sut.toml", "").dir(), Path::new("."));
+        assert_eq!(Source::new("./sut.toml", "").dir(), Path::new("."));
+        assert_eq!(Source::new("scenarios/a.toml", "").dir(), Path::new("scenarios"));
+    }
 
     #[test]
     fn locates_nested_array_keys() {

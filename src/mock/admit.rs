@@ -20,7 +20,7 @@ use crate::scenario::Overflow;
 /// nothing to wait for: the zero-latency profile answers every request that way.
 pub(crate) async fn pause(from: Instant, wait: std::time::Duration) {
     if !wait.is_zero() {
-        tokio::time::sleep_until((from + wait).into()).await;
+        tokio::time::sleep_until(crate::duration::later(from, wait).into()).await;
     }
 }
 

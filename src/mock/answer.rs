@@ -23,6 +23,7 @@ use super::request::{self, Api, ChatRequest};
 use super::service::Outcome;
 use super::state::AttemptGuard;
 use super::{anthropic, embeddings, openai};
+use crate::duration::{later, mul_saturating};
 use crate::faults::{Action, Entry, Fault, HangMode, MalformedMode, RequestFacts, ResetWhen, Verdict};
 use crate::seed::rng_for;
 use crate::words::Words;
@@ -276,8 +277,8 @@ fn decision_for(action: &Action) -> Decision {
 /// The plan as the faults leave it: slower, dripping, or empty.
 fn shaped(mut plan: Plan, verdict: &Verdict) -> Plan {
     if verdict.multiplier != 1.0 || !verdict.add.is_zero() || !verdict.add_per_token.is_zero() {
-        plan.ttft = plan.ttft.mul_f64(verdict.multiplier) + verdict.add;
-        plan.inter_token = plan.inter_token.mul_f64(verdict.multiplier) + verdict.add_per_token;
+        plan.ttft = mul_saturating(plan.ttft, verdict.multiplier).saturating_add(verdict.add);
+        plan.inter_token = mul_saturating(plan.inter_token, verdict.multiplier).saturating_add(verdict.add_per_token);
     }
     match verdict.action {
         Action::Hang { mode: HangMode::SlowDrip, interval, .. } => plan.inter_token = interval,
@@ -292,9 +293,9 @@ fn stream_fault(action: &Action, now: Instant) -> StreamFault {
     match *action {
         Action::Hang { mode: HangMode::MidStream, after_tokens, max_hold, .. } => {
             f.stall_after = Some(after_tokens);
-            f.hold_until = Some(now + max_hold);
+            f.hold_until = Some(later(now, max_hold));
         }
-        Action::Hang { mode: HangMode::SlowDrip, max_hold, .. } => f.hold_until = Some(now + max_hold),
+        Action::Hang { mode: HangMode::SlowDrip, max_hold, .. } => f.hold_until = Some(later(now, max_hold)),
         Action::Reset { when: ResetWhen::MidStream, after_tokens } => f.reset_after = Some(after_tokens),
         Action::Malformed(MalformedMode::TruncatedStream) => f.truncate = true,
         Action::Malformed(MalformedMode::BadChunk | MalformedMode::InvalidJson) => f.bad_chunk_after = Some(1),

@@ -24,6 +24,7 @@ use super::conn::ConnCtl;
 use super::latency::Plan;
 use super::openai::{ChunkFrame, Usage};
 use super::state::AttemptGuard;
+use crate::duration::later;
 use crate::words::Words;
 
 /// Tokens per frame at most, so a zero inter-token time does not build one huge buffer.
@@ -76,7 +77,7 @@ pub(crate) struct Paced {
 impl Paced {
     pub(crate) fn new(pieces: Vec<Bytes>, interval: Duration, end: End, hold: Duration) -> Self {
         let now = Instant::now();
-        Self { pieces: pieces.into(), interval, next_at: now, end, hold_until: now + hold, sleep: None }
+        Self { pieces: pieces.into(), interval, next_at: now, end, hold_until: later(now, hold), sleep: None }
     }
 }
 
@@ -150,7 +151,7 @@ impl TokenStream {
     /// Arms the reset once `reset_after` tokens are out: cut while "generating" the next one.
     fn arm_reset(&mut self, now: Instant) {
         if self.fault.reset_after == Some(self.sent) && self.reset_at.is_none() {
-            self.reset_at = Some((now + RESET_AFTER_DATA).max(self.t0 + self.plan.token_at(self.sent)));
+            self.reset_at = Some((now + RESET_AFTER_DATA).max(later(self.t0, self.plan.token_at(self.sent))));
         }
     }
 }
@@ -225,9 +226,9 @@ impl MockBody {
             return self.abort(false);
         }
         if let Some(piece) = p.pieces.pop_front() {
-            p.next_at = now + p.interval;
+            p.next_at = later(now, p.interval);
             if p.pieces.is_empty() && p.end == End::Reset {
-                p.next_at = now + p.interval.max(RESET_AFTER_DATA);
+                p.next_at = later(now, p.interval.max(RESET_AFTER_DATA));
             }
             return Poll::Ready(Some(Ok(piece)));
         }
@@ -265,8 +266,11 @@ impl MockBody {
         }
         let hold = s.fault.hold_until;
         let stalled = s.fault.stall_after == Some(s.sent);
-        let due =
-            if stalled { hold.unwrap_or(s.t0 + Duration::from_secs(3600)) } else { s.t0 + s.plan.token_at(s.sent) };
+        let due = if stalled {
+            hold.unwrap_or(later(s.t0, Duration::from_secs(3600)))
+        } else {
+            later(s.t0, s.plan.token_at(s.sent))
+        };
         let due = hold.map_or(due, |h| due.min(h));
         if wait(&mut s.sleep, due, cx).is_pending() {
             return Poll::Pending;
@@ -276,7 +280,10 @@ impl MockBody {
             return self.abort(false);
         }
         let mut batch = 0;
-        while s.sent < s.plan.output_tokens && batch < MAX_TOKENS_PER_FRAME && s.t0 + s.plan.token_at(s.sent) <= now {
+        while s.sent < s.plan.output_tokens
+            && batch < MAX_TOKENS_PER_FRAME
+            && later(s.t0, s.plan.token_at(s.sent)) <= now
+        {
             if let (0, Some(g)) = (s.sent, &mut self.guard) {
                 g.first_token(now);
             }

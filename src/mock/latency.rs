@@ -90,7 +90,7 @@ pub struct Plan {
 impl Plan {
     /// Time from admission until token `k` (0-based) is produced.
     pub fn token_at(&self, k: u32) -> Duration {
-        self.ttft + self.inter_token * k
+        self.ttft.saturating_add(self.inter_token.saturating_mul(k))
     }
 
     /// Time from admission until the whole generation is done.

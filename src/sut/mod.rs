@@ -289,7 +289,9 @@ fn spawn(p: Process<'_>, sut: &Sut, ctx: &SutContext) -> Result<RunningSut, SutE
         .stdin(Stdio::null())
         .stdout(open(&logs[0])?)
         .stderr(open(&logs[1])?)
-        .kill_on_drop(true);
+        .kill_on_drop(true)
+        // Its own process group, so stopping it reaches every process it started.
+        .process_group(0);
     if let Some(dir) = cwd {
         cmd.current_dir(dir);
     }
@@ -391,12 +393,20 @@ impl RunningSut {
         match self {
             Self::InProcess { gateway } => gateway.shutdown().await,
             Self::Child { mut child, stop_timeout, .. } => {
-                if let Some(pid) = child.id().and_then(|p| i32::try_from(p).ok()) {
-                    let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGTERM);
+                // The child leads its own process group (see `spawn`): signal the group, so a
+                // wrapper (`sh -c …`, `bash start.sh`) takes its children down with it, as
+                // systemd's control-group kill does. SIGTERM, the grace for the whole group,
+                // then SIGKILL for whatever is left.
+                let group = child.id().and_then(|p| i32::try_from(p).ok()).map(nix::unistd::Pid::from_raw);
+                let signal = |s| group.map(|g| nix::sys::signal::killpg(g, s));
+                let _ = signal(Some(nix::sys::signal::Signal::SIGTERM));
+                let deadline = tokio::time::Instant::now() + stop_timeout;
+                let _ = tokio::time::timeout_at(deadline, child.wait()).await;
+                while signal(None).is_some_and(|r| r.is_ok()) && tokio::time::Instant::now() < deadline {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
                 }
-                if tokio::time::timeout(stop_timeout, child.wait()).await.is_err() {
-                    let _ = child.kill().await;
-                }
+                let _ = signal(Some(nix::sys::signal::Signal::SIGKILL));
+                let _ = child.kill().await;
             }
             Self::Direct { .. } | Self::External { .. } => {}
         }
