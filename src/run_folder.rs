@@ -42,6 +42,20 @@ pub enum RunFile {
 }
 
 impl RunFile {
+    /// Every file of a run folder.
+    pub const ALL: [RunFile; 10] = [
+        Self::Summary,
+        Self::Samples,
+        Self::Attempts,
+        Self::Events,
+        Self::Windows,
+        Self::ScenarioText,
+        Self::Resolved,
+        Self::Junit,
+        Self::ReportMd,
+        Self::ReportHtml,
+    ];
+
     /// The file's name in the folder.
     pub fn name(self) -> &'static str {
         match self {
@@ -57,6 +71,26 @@ impl RunFile {
             Self::ReportHtml => "report.html",
         }
     }
+}
+
+/// Why a run folder could not be created.
+#[derive(Debug, thiserror::Error)]
+pub enum CreateError {
+    /// `--out` names a file.
+    #[error("{}: exists and is not a folder; give a folder for the run", .0.display())]
+    NotAFolder(PathBuf),
+    /// `--out` names a folder that already holds files.
+    #[error("{}: not empty (a previous run?); give an empty or new folder, or --force to replace its run files", .0.display())]
+    NotEmpty(PathBuf),
+    /// The file system refused.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The folder.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 /// Why a run folder could not be read or written.
@@ -109,12 +143,42 @@ impl RunFolder {
     }
 
     /// Creates the folder: `out` as given, or `<root>/<scenario>/<run-id>` (with `-2`, `-3`…
-    /// appended when two runs start in the same second).
-    pub fn create(out: Option<&Path>, root: &Path, scenario: &str, id: &str) -> std::io::Result<Self> {
+    /// appended when two runs start in the same second). An `out` that is a file, or a folder
+    /// that already holds something, is refused unless `force` (then the files of a previous
+    /// run are removed first, so nothing old is mixed into the new run's files).
+    pub fn create(out: Option<&Path>, root: &Path, scenario: &str, id: &str, force: bool) -> Result<Self, CreateError> {
         if let Some(dir) = out {
-            std::fs::create_dir_all(dir)?;
+            let io = |source| CreateError::Io { path: dir.to_path_buf(), source };
+            if dir.exists() && !dir.is_dir() {
+                return Err(CreateError::NotAFolder(dir.to_path_buf()));
+            }
+            if dir.is_dir() && std::fs::read_dir(dir).map_err(io)?.next().is_some() {
+                if !force {
+                    return Err(CreateError::NotEmpty(dir.to_path_buf()));
+                }
+                Self::open(dir).clear().map_err(io)?;
+            }
+            std::fs::create_dir_all(dir).map_err(io)?;
             return Ok(Self::open(dir));
         }
+        Self::create_under(root, scenario, id).map_err(|source| CreateError::Io { path: root.to_path_buf(), source })
+    }
+
+    /// Removes the files a run writes (and its charts), leaving anything else alone.
+    fn clear(&self) -> std::io::Result<()> {
+        for f in RunFile::ALL {
+            match std::fs::remove_file(self.path(f)) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+                _ => {}
+            }
+        }
+        match std::fs::remove_dir_all(self.charts_dir()) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+            _ => Ok(()),
+        }
+    }
+
+    fn create_under(root: &Path, scenario: &str, id: &str) -> std::io::Result<Self> {
         let parent = root.join(slug(scenario));
         std::fs::create_dir_all(&parent)?;
         for n in 1.. {
@@ -277,13 +341,30 @@ mod tests {
     #[test]
     fn same_second_runs_get_their_own_folder_and_writes_are_whole() {
         let root = tempfile::tempdir().unwrap();
-        let a = RunFolder::create(None, root.path(), "s", "ID").unwrap();
-        let b = RunFolder::create(None, root.path(), "s", "ID").unwrap();
+        let a = RunFolder::create(None, root.path(), "s", "ID", false).unwrap();
+        let b = RunFolder::create(None, root.path(), "s", "ID", false).unwrap();
         assert_ne!(a, b);
         assert!(b.dir().ends_with("s/ID-2"));
         a.write_json(RunFile::Summary, &serde_json::json!({"x": 1})).unwrap();
         assert_eq!(std::fs::read_to_string(a.path(RunFile::Summary)).unwrap(), "{\n  \"x\": 1\n}\n");
         assert_eq!(std::fs::read_dir(a.dir()).unwrap().count(), 1, "no temporary file left");
+    }
+
+    #[test]
+    fn an_out_folder_must_be_new_empty_or_forced_and_a_file_is_named() {
+        let root = tempfile::tempdir().unwrap();
+        let out = root.path().join("run");
+        RunFolder::create(Some(&out), root.path(), "s", "ID", false).unwrap().write(RunFile::Summary, b"{}").unwrap();
+        std::fs::write(out.join("notes.txt"), "mine").unwrap();
+        let e = RunFolder::create(Some(&out), root.path(), "s", "ID", false).unwrap_err().to_string();
+        assert!(e.starts_with(&format!("{}: not empty", out.display())), "{e}");
+        RunFolder::create(Some(&out), root.path(), "s", "ID", true).unwrap();
+        assert!(!out.join("summary.json").exists(), "the previous run's files are gone");
+        assert!(out.join("notes.txt").exists(), "anything else is left alone");
+        let file = root.path().join("file");
+        std::fs::write(&file, "x").unwrap();
+        let e = RunFolder::create(Some(&file), root.path(), "s", "ID", true).unwrap_err().to_string();
+        assert!(e.starts_with(&format!("{}: exists and is not a folder", file.display())), "{e}");
     }
 
     #[test]

@@ -231,5 +231,65 @@ fn the_ci_gate_fails_the_naive_gateway_and_passes_the_hardened_one() {
     assert!(out.contains("retry.amplification [storm] vs baseline") && out.contains("regressed from"), "{out}");
     let (code, out) = check(&hardened, Some(&naive));
     assert_eq!(code, Some(0), "{out}");
+    // A baseline from another scenario is refused, saying what differs.
+    let foreign = chaos()
+        .arg("check")
+        .arg(&naive)
+        .arg("--baseline")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("reports/examples/slow-upstream"))
+        .output()
+        .unwrap();
+    assert_eq!(foreign.status.code(), Some(2), "{:?}", text(&foreign));
+    assert!(text(&foreign).1.contains("not a comparable baseline (scenario `slow-upstream`"), "{:?}", text(&foreign));
     assert_eq!(check(&dir.path().join("nothing-here"), None).0, Some(2));
+}
+
+#[test]
+fn an_out_folder_with_a_previous_run_is_refused_unless_forced() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = write_scenario(
+        dir.path(),
+        "[load]\nstream = false\n[[load.phase]]\nname = \"a\"\nduration = \"300ms\"\nusers = 1\n",
+    );
+    let out = dir.path().join("run");
+    std::fs::create_dir_all(&out).unwrap();
+    std::fs::write(out.join("summary.json"), "{\"previous\": true}").unwrap();
+    let run = |force: bool| {
+        let mut c = chaos();
+        c.arg("run").arg(&scenario).arg("--out").arg(&out).args(["--progress", "off"]);
+        if force {
+            c.arg("--force");
+        }
+        c.output().unwrap()
+    };
+    let refused = run(false);
+    let (_, err) = text(&refused);
+    assert_eq!(refused.status.code(), Some(2), "{err}");
+    assert!(err.contains(&format!("{}: not empty", out.display())), "{err}");
+    assert_eq!(std::fs::read_to_string(out.join("summary.json")).unwrap(), "{\"previous\": true}", "untouched");
+    let forced = run(true);
+    assert!(forced.status.success(), "{:?}", text(&forced));
+    assert_eq!(summary(&out)["status"], "completed");
+    // A file where the folder should be is named as the user gave it.
+    let file = dir.path().join("a-file");
+    std::fs::write(&file, "x").unwrap();
+    let o = chaos().arg("run").arg(&scenario).arg("--out").arg(&file).output().unwrap();
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains(&format!("{}: exists and is not a folder", file.display())), "{err}");
+}
+
+#[test]
+fn a_sut_that_cannot_start_still_leaves_an_aborted_summary() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = write_scenario(
+        dir.path(),
+        "[sut]\ncommand = [\"no-such-program-here\"]\nurl = \"http://127.0.0.1:{sut.port}\"\n[load]\n[[load.phase]]\nname = \"a\"\nduration = \"1s\"\nusers = 1\n",
+    );
+    let out = dir.path().join("run");
+    let o = chaos().arg("run").arg(&scenario).arg("--out").arg(&out).output().unwrap();
+    assert_eq!(o.status.code(), Some(3), "{:?}", text(&o));
+    let s = summary(&out);
+    assert_eq!(s["status"], "aborted");
+    assert!(s["abort_reason"].as_str().unwrap().contains("no-such-program-here"), "{s}");
 }

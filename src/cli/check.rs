@@ -83,6 +83,25 @@ fn read_summary(path: &Path) -> Result<Summary, CliError> {
     serde_json::from_str(&text).map_err(|e| CliError::Usage(format!("{}: not a chaos summary: {e}", file.display())))
 }
 
+/// Refuses a baseline from another scenario or time scale: its numbers measure something else.
+fn comparable(run: &Summary, baseline: &Summary, path: &Path) -> Result<(), CliError> {
+    let mut differ = Vec::new();
+    if run.scenario != baseline.scenario {
+        differ.push(format!("scenario `{}` vs `{}`", baseline.scenario, run.scenario));
+    }
+    if run.time_scale != baseline.time_scale {
+        differ.push(format!("time scale {} vs {}", baseline.time_scale, run.time_scale));
+    }
+    if differ.is_empty() {
+        return Ok(());
+    }
+    Err(CliError::Usage(format!(
+        "{}: not a comparable baseline ({}); compare runs of the same scenario at the same time scale",
+        path.display(),
+        differ.join(", ")
+    )))
+}
+
 /// The verdict as a terminal table.
 pub fn verdict_table(v: &Verdict) -> String {
     let mut t = Table::new();
@@ -113,6 +132,7 @@ pub(super) fn run(args: &Args) -> Result<(), CliError> {
     let mut verdict = gate::evaluate(&summary, &checks);
     if let Some(base) = &args.baseline {
         let baseline = read_summary(base)?;
+        comparable(&summary, &baseline, base)?;
         let metrics: Vec<(String, Option<String>)> = if checks.is_empty() {
             gate::DEFAULT_BASELINE_METRICS.iter().map(|m| ((*m).to_string(), None)).collect()
         } else {

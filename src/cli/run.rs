@@ -35,6 +35,9 @@ pub struct Args {
     /// Keep every inter-token gap in samples.ndjson (large for long streams).
     #[arg(long)]
     pub token_gaps: bool,
+    /// Run in a non-empty --out folder, replacing a previous run's files there.
+    #[arg(long)]
+    pub force: bool,
     /// Progress on stderr: auto (a bar on a terminal, lines otherwise), lines, or off.
     #[arg(long, value_parser = ["auto", "lines", "off"], default_value = "auto")]
     pub progress: String,
@@ -55,6 +58,7 @@ pub(super) async fn run(args: Args) -> Result<(), CliError> {
         reports: args.reports.clone(),
         allow_remote: args.allow_remote.clone(),
         token_gaps: args.token_gaps,
+        force: args.force,
         progress: match args.progress.as_str() {
             "lines" => ProgressMode::Lines,
             "off" => ProgressMode::Off,

@@ -58,6 +58,9 @@ pub enum RunError {
     /// A file of the run folder.
     #[error("run folder: {0}")]
     Folder(#[from] crate::run_folder::FolderError),
+    /// The run folder could not be created where asked.
+    #[error("run folder {0}")]
+    Create(#[from] crate::run_folder::CreateError),
     /// The run folder itself.
     #[error("run folder {}: {source}", path.display())]
     Io {
@@ -77,6 +80,9 @@ impl RunError {
             Self::NoLoad(_)
                 | Self::Sut(SutError::Placeholder(_) | SutError::Remote { .. } | SutError::Policy(_))
                 | Self::Load(LoadError::Header { .. })
+                | Self::Create(
+                    crate::run_folder::CreateError::NotEmpty(_) | crate::run_folder::CreateError::NotAFolder(_)
+                )
         )
     }
 }
@@ -130,6 +136,8 @@ pub struct RunOptions {
     pub progress: ProgressMode,
     /// The `chaos` binary (for a child gateway).
     pub chaos_bin: PathBuf,
+    /// Run in a non-empty `out` folder, replacing a previous run's files.
+    pub force: bool,
 }
 
 impl Default for RunOptions {
@@ -141,6 +149,7 @@ impl Default for RunOptions {
             token_gaps: false,
             progress: ProgressMode::Off,
             chaos_bin: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("chaos")),
+            force: false,
         }
     }
 }
@@ -223,15 +232,22 @@ pub async fn run(scenario: &Scenario, options: &RunOptions, stopper: Stopper) ->
     sut::precheck(scenario.sut.as_ref(), &allow_remote)?;
     let exclusive = crate::load::exclusive().await;
     let started_at = SystemTime::now();
-    let folder =
-        RunFolder::create(options.out.as_deref(), &options.reports, &scenario.name, &run_folder_id(started_at))
-            .map_err(io(&options.reports))?;
+    let folder = RunFolder::create(
+        options.out.as_deref(),
+        &options.reports,
+        &scenario.name,
+        &run_folder_id(started_at),
+        options.force,
+    )?;
     let run_id =
         folder.dir().file_name().map_or_else(|| run_folder_id(started_at), |n| n.to_string_lossy().into_owned());
     write_inputs(scenario, &folder)?;
 
     let clock = Clock::start();
-    let pool = MockPool::start(&scenario.upstreams, mock_options(scenario, clock, &folder)).await?;
+    let pool = match MockPool::start(&scenario.upstreams, mock_options(scenario, clock, &folder)).await {
+        Ok(p) => p,
+        Err(e) => return Err(aborted(scenario, &folder, &run_id, started_at, e.into())),
+    };
     if let Some(admin) = pool.admin_uri() {
         tracing::info!(control = %admin, "mock control API (chaos fault --mock URL …)");
     }
@@ -249,7 +265,7 @@ pub async fn run(scenario: &Scenario, options: &RunOptions, stopper: Stopper) ->
     let mut started = Started { pool: Arc::new(pool), sut: None };
     let driven = start_and_drive(&plan, &mut started, &exclusive).await;
     let sut_description = started.stop().await;
-    let driven = driven?;
+    let driven = driven.map_err(|e| aborted(scenario, &folder, &run_id, started_at, e))?;
     let sut_description = sut_description?;
 
     let mut reason = stopper.reason();
@@ -282,6 +298,18 @@ pub async fn run(scenario: &Scenario, options: &RunOptions, stopper: Stopper) ->
         }
     };
     Ok(RunOutcome { dir: folder.dir().to_path_buf(), summary: finished.summary, verdict: finished.verdict })
+}
+
+/// Records a run that failed before its load ended: an aborted summary with the reason, unless
+/// one was already written (a SUT that never got ready leaves its own). Returns the error.
+fn aborted(scenario: &Scenario, folder: &RunFolder, run_id: &str, started_at: SystemTime, e: RunError) -> RunError {
+    if !folder.path(RunFile::Summary).exists() {
+        let id = base::identity(scenario, run_id, started_at, "", "not started");
+        if let Err(w) = folder.write_json(RunFile::Summary, &base::aborted(id, &e.to_string())) {
+            tracing::warn!("could not record the aborted run: {w}");
+        }
+    }
+    e
 }
 
 fn run_folder_id(at: SystemTime) -> String {

@@ -229,15 +229,32 @@ impl Tolerances {
 
 /// Compares `s` with `baseline` on `metrics` (name, phase): a noisy metric regresses when it
 /// is worse by more than its relative tolerance; any other when it is worse by more than its
-/// absolute tolerance (see [`default_absolute`]; beyond 1e-9). Metrics missing from either run
-/// are skipped.
+/// absolute tolerance (see [`default_absolute`]; beyond 1e-9). A metric neither run measured is
+/// skipped; one that only one of them measured fails — a comparison that cannot be made is
+/// never a pass.
 pub fn compare(s: &Summary, baseline: &Summary, metrics: &[(String, Option<String>)], tol: &Tolerances) -> Verdict {
     let mut checks = Vec::new();
     for (name, phase) in metrics {
         let Some(meta) = metric(name) else { continue };
-        let (Some(now), Some(base)) = (value(s, name, phase.as_deref()), value(baseline, name, phase.as_deref()))
-        else {
-            continue;
+        let scope = phase.as_ref().map_or(String::new(), |p| format!(" [{p}]"));
+        let (now, base) = match (value(s, name, phase.as_deref()), value(baseline, name, phase.as_deref())) {
+            (Some(now), Some(base)) => (now, base),
+            (None, None) => continue,
+            (now, base) => {
+                let missing = if base.is_none() { "the baseline" } else { "this run" };
+                checks.push(CheckResult {
+                    name: format!("{name}{scope} vs baseline"),
+                    metric: name.clone(),
+                    phase: phase.clone(),
+                    value: now.filter(|v| v.is_finite()),
+                    expected: "a value in both runs".into(),
+                    passed: false,
+                    reason: Some(format!(
+                        "{missing} has no value for it (a phase or section the other lacks): not comparable"
+                    )),
+                });
+                continue;
+            }
         };
         let allowed = tol.of(name, meta.noisy);
         let limit = match (meta.worse, meta.noisy) {
@@ -250,7 +267,6 @@ pub fn compare(s: &Summary, baseline: &Summary, metrics: &[(String, Option<Strin
             Worse::Higher => now > limit + 1e-9,
             Worse::Lower => now < limit - 1e-9,
         };
-        let scope = phase.as_ref().map_or(String::new(), |p| format!(" [{p}]"));
         let how = match (meta.noisy, allowed == 0.0) {
             (_, true) => "strict".to_string(),
             (true, false) => format!("{:.0} % tolerance", allowed * 100.0),
@@ -352,5 +368,18 @@ mod tests {
         let mut nudged = base.clone();
         nudged.retry.as_mut().unwrap().amplification.overall += 0.01;
         assert!(!compare(&nudged, &base, &metrics, &strict).passed, "0 makes it strict again");
+    }
+
+    #[test]
+    fn a_comparison_that_cannot_be_made_fails() {
+        let base = example();
+        let metrics = vec![("latency.p95_ms".to_string(), Some("no-such-phase".to_string()))];
+        let v = compare(&base, &base, &metrics, &Tolerances::default());
+        assert!(v.checks.is_empty(), "neither run has it: nothing to compare");
+        let mut renamed = base.clone();
+        renamed.stages[1].name = "no-such-phase".into();
+        let v = compare(&renamed, &base, &metrics, &Tolerances::default());
+        assert!(!v.passed, "{v:?}");
+        assert!(v.checks[0].reason.as_deref().unwrap().starts_with("the baseline has no value"), "{v:?}");
     }
 }
