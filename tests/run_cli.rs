@@ -293,3 +293,48 @@ fn a_sut_that_cannot_start_still_leaves_an_aborted_summary() {
     assert_eq!(s["status"], "aborted");
     assert!(s["abort_reason"].as_str().unwrap().contains("no-such-program-here"), "{s}");
 }
+
+/// `kill -9` of `chaos run` itself cannot stop what it started; the built-in gateway child
+/// asked the kernel to die with it, so it does not outlive the harness.
+#[test]
+fn a_killed_harness_does_not_orphan_its_gateway_child() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = write_scenario(
+        dir.path(),
+        "[sut]\nbuiltin = \"gateway\"\nmode = \"child\"\n[load]\nstream = false\n[[load.phase]]\nname = \"a\"\nduration = \"30s\"\nusers = 1\n",
+    );
+    let mut run = chaos()
+        .arg("run")
+        .arg(&scenario)
+        .arg("--out")
+        .arg(dir.path().join("run"))
+        .args(["--progress", "off"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let children = |pid: u32| -> Vec<String> {
+        let out = Command::new("pgrep").args(["-P", &pid.to_string()]).output().unwrap();
+        String::from_utf8_lossy(&out.stdout).split_whitespace().map(str::to_string).collect()
+    };
+    let started = Instant::now();
+    let mut gateway = Vec::new();
+    while gateway.is_empty() && started.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(200));
+        gateway = children(run.id());
+    }
+    assert!(!gateway.is_empty(), "the gateway child never started");
+    std::thread::sleep(Duration::from_secs(1)); // let it get past its start-up
+    run.kill().unwrap(); // SIGKILL: the harness runs no cleanup at all
+    run.wait().unwrap();
+    let alive = |pid: &str| Path::new(&format!("/proc/{pid}")).exists();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while gateway.iter().any(|p| alive(p)) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let left: Vec<&String> = gateway.iter().filter(|p| alive(p)).collect();
+    for p in &left {
+        let _ = Command::new("kill").args(["-9", p]).status();
+    }
+    assert!(left.is_empty(), "the gateway child outlived the harness: {left:?}");
+}

@@ -29,7 +29,26 @@ pub struct Args {
     pub allow_remote: Vec<String>,
 }
 
+/// A gateway started by `chaos run` dies with it, even when the harness is killed with
+/// SIGKILL and cannot stop it: the kernel sends SIGTERM on the parent's death (Linux
+/// `PR_SET_PDEATHSIG`, asked for here by the child itself, since setting it from the parent
+/// needs `unsafe` code between fork and exec). If the parent is already gone, exit now.
+fn die_with_parent() -> Result<(), CliError> {
+    let Some(parent) = std::env::var(gateway::PARENT_PID_ENV).ok().and_then(|p| p.parse::<i32>().ok()) else {
+        return Ok(());
+    };
+    #[cfg(target_os = "linux")]
+    if let Err(e) = nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGTERM) {
+        tracing::warn!("cannot ask to die with the harness: {e}");
+    }
+    if nix::unistd::getppid().as_raw() != parent {
+        return Err(CliError::Usage(format!("the harness that started this gateway (pid {parent}) is gone")));
+    }
+    Ok(())
+}
+
 pub(super) async fn run(args: Args) -> Result<(), CliError> {
+    die_with_parent()?;
     let config = match &args.config {
         Some(path) => GatewayConfig::from_source(&Source::read(path)?)?,
         None => GatewayConfig::shipped(&args.policy)

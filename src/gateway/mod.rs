@@ -43,6 +43,10 @@ use routing::Router;
 use upstream::{Answer, BoxError, Call, Upstreams};
 use window::Window;
 
+/// The environment variable through which `chaos run` gives a child `chaos gateway` its own
+/// pid, so the child can ask to die with it.
+pub const PARENT_PID_ENV: &str = "CHAOS_PARENT_PID";
+
 /// Why a gateway could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum GatewayError {

@@ -227,7 +227,8 @@ pub async fn start(sut: Option<&Sut>, ctx: &SutContext) -> Result<RunningSut, Su
             let program = ctx.chaos_bin.display().to_string();
             let what = format!("chaos gateway --policy {policy} (child)");
             let url = format!("http://127.0.0.1:{port}");
-            spawn(Process { program, args, env: Vec::new(), cwd: None, url, what }, sut, ctx)
+            let env = vec![(gateway::PARENT_PID_ENV.to_string(), std::process::id().to_string())];
+            spawn(Process { program, args, env, cwd: None, url, what }, sut, ctx)
         }
         SutKind::Command { command, env, cwd, url } => {
             let port = free_port()?;
