@@ -7,7 +7,7 @@
 //! (the summary, the resolved scenario) are read and written through generic `serde` methods,
 //! so this module never depends on `analysis`, `gate` or `scenario`.
 
-use std::io::{BufRead, BufWriter, Write};
+use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
@@ -263,26 +263,41 @@ impl RunFolder {
 
     /// An appender for an NDJSON log of the folder (`samples`, `windows`), truncating it.
     pub fn appender(&self, file: RunFile) -> std::io::Result<NdjsonAppender> {
-        Ok(NdjsonAppender { out: BufWriter::new(std::fs::File::create(self.path(file))?) })
+        Ok(NdjsonAppender { file: std::fs::File::create(self.path(file))?, buf: Vec::with_capacity(APPEND_BATCH) })
     }
 }
 
-/// Appends records to an NDJSON file, one whole line each.
+/// How many bytes of whole lines an appender gathers before writing them.
+const APPEND_BATCH: usize = 64 * 1024;
+
+/// Appends records to an NDJSON file in batches of whole lines. Written by hand rather than
+/// with `BufWriter`, which writes whenever its buffer is full and so can leave half a line on
+/// disk when the process is killed; here every write ends at a line's end.
 #[derive(Debug)]
 pub struct NdjsonAppender {
-    out: BufWriter<std::fs::File>,
+    file: std::fs::File,
+    buf: Vec<u8>,
 }
 
 impl NdjsonAppender {
     /// Appends one record as a line.
     pub fn append(&mut self, record: &impl Serialize) -> std::io::Result<()> {
-        serde_json::to_writer(&mut self.out, record).map_err(std::io::Error::other)?;
-        self.out.write_all(b"\n")
+        serde_json::to_writer(&mut self.buf, record).map_err(std::io::Error::other)?;
+        self.buf.push(b'\n');
+        if self.buf.len() >= APPEND_BATCH { self.flush() } else { Ok(()) }
     }
 
-    /// Flushes what is buffered to the file.
+    /// Writes the gathered lines to the file.
     pub fn flush(&mut self) -> std::io::Result<()> {
-        self.out.flush()
+        let result = self.file.write_all(&self.buf);
+        self.buf.clear();
+        result
+    }
+}
+
+impl Drop for NdjsonAppender {
+    fn drop(&mut self) {
+        let _ = self.flush();
     }
 }
 

@@ -338,3 +338,48 @@ fn a_killed_harness_does_not_orphan_its_gateway_child() {
     }
     assert!(left.is_empty(), "the gateway child outlived the harness: {left:?}");
 }
+
+/// Two interrupts at once (GNU `timeout` signals the process and its group): the run still
+/// stops what it started and leaves a summary and whole lines, within a second or two.
+#[test]
+fn a_double_interrupt_still_stops_the_sut_and_leaves_a_summary() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = format!("{}.25", 500 + std::process::id() % 200);
+    let scenario = write_scenario(
+        dir.path(),
+        &format!(
+            "[sut]\ncommand = [\"sh\", \"-c\", \"sleep {marker} & python3 -m http.server {{sut.port}} --bind 127.0.0.1\"]\nurl = \"http://127.0.0.1:{{sut.port}}\"\nready = \"/\"\n[load]\nstream = false\n[[load.phase]]\nname = \"long\"\nduration = \"60s\"\nusers = 2\n"
+        ),
+    );
+    let out_dir = dir.path().join("run");
+    let child = chaos()
+        .arg("run")
+        .arg(&scenario)
+        .arg("--out")
+        .arg(&out_dir)
+        .args(["--progress", "off"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while std::fs::metadata(out_dir.join("windows.ndjson")).map_or(0, |m| m.len()) == 0 {
+        assert!(started.elapsed() < Duration::from_secs(20), "no window closed");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let pid = child.id().to_string();
+    let interrupted = Instant::now();
+    for _ in 0..2 {
+        assert!(Command::new("kill").args(["-INT", &pid]).status().unwrap().success());
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(interrupted.elapsed() < Duration::from_secs(3), "exited within seconds: {:?}", interrupted.elapsed());
+    assert_eq!(out.status.code(), Some(3), "{:?}", text(&out));
+    assert_eq!(summary(&out_dir)["status"], "aborted");
+    let samples = std::fs::read_to_string(out_dir.join("samples.ndjson")).unwrap();
+    for line in samples.lines() {
+        assert!(serde_json::from_str::<serde_json::Value>(line).is_ok(), "a cut line: {line:?}");
+    }
+    let left = Command::new("pgrep").args(["-f", &format!("sleep {marker}")]).output().unwrap();
+    assert!(left.stdout.is_empty(), "the SUT's child survived: {}", String::from_utf8_lossy(&left.stdout));
+}

@@ -83,13 +83,17 @@ pub(super) async fn run(args: Args) -> Result<(), CliError> {
     }
 }
 
-/// Ctrl-C (and SIGTERM) stop the run and still write its folder; a second one exits at once.
+/// Ctrl-C (and SIGTERM) stop the run and still write its folder; a second one (GNU `timeout`
+/// sends two at once) kills what the run started, leaves an aborted summary and exits.
 /// Installed through `ctrlc` before goose starts, so goose's own handler (which would exit on
 /// the second signal without a report) is refused.
 fn install_interrupt(stopper: Stopper) {
     let result = ctrlc::set_handler(move || {
         if stopper.reason().is_some() {
-            super::to_stderr("second interrupt: exiting now; the run folder has what was written so far\n");
+            super::to_stderr(
+                "second interrupt: stopping the system under test and exiting now; the run folder keeps what was measured\n",
+            );
+            experiment::emergency_stop();
             std::process::exit(3);
         }
         super::to_stderr("interrupted: stopping the run and writing a partial report (interrupt again to exit now)\n");

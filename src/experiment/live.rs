@@ -107,6 +107,8 @@ pub async fn consume(
             _ = tick.tick() => {
                 let closed = recorder.close_until(clock.now_us());
                 on_windows(closed, &mut out);
+                // Whole lines on disk every tick: an exit that cannot wait loses at most this.
+                let _ = out.samples.flush();
             }
         }
     }

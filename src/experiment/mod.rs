@@ -169,6 +169,26 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> RunError + '_ {
     move |source| RunError::Io { path: path.to_path_buf(), source }
 }
 
+/// What an emergency exit writes: the running run's folder and an aborted summary for it.
+static LAST_WORDS: Mutex<Option<(RunFolder, Summary)>> = Mutex::new(None);
+
+fn last_words() -> std::sync::MutexGuard<'static, Option<(RunFolder, Summary)>> {
+    LAST_WORDS.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// For an exit that cannot wait for the orderly stop (a second interrupt): kills the SUT
+/// processes the run started and, if the run has no summary yet, writes an aborted one saying
+/// so. The NDJSON logs are flushed every 250 ms as the run goes, so they keep what was
+/// measured in whole lines. Takes milliseconds.
+pub fn emergency_stop() {
+    sut::kill_started_now();
+    if let Some((folder, summary)) = last_words().take()
+        && !folder.path(RunFile::Summary).exists()
+    {
+        let _ = folder.write_json(RunFile::Summary, &summary);
+    }
+}
+
 /// How long after the planned load start the first stage begins, so every user is up.
 const LEAD: Duration = Duration::from_millis(300);
 
@@ -242,6 +262,13 @@ pub async fn run(scenario: &Scenario, options: &RunOptions, stopper: Stopper) ->
     let run_id =
         folder.dir().file_name().map_or_else(|| run_folder_id(started_at), |n| n.to_string_lossy().into_owned());
     write_inputs(scenario, &folder)?;
+    *last_words() = Some((
+        folder.clone(),
+        base::aborted(
+            base::identity(scenario, &run_id, started_at, "", "stopped at once"),
+            "interrupted twice: stopped at once without analysis; samples.ndjson and attempts.ndjson hold what was measured",
+        ),
+    ));
 
     let clock = Clock::start();
     let pool = match MockPool::start(&scenario.upstreams, mock_options(scenario, clock, &folder)).await {
@@ -297,6 +324,7 @@ pub async fn run(scenario: &Scenario, options: &RunOptions, stopper: Stopper) ->
             Finished { summary: base, verdict: None }
         }
     };
+    last_words().take();
     Ok(RunOutcome { dir: folder.dir().to_path_buf(), summary: finished.summary, verdict: finished.verdict })
 }
 

@@ -266,6 +266,22 @@ fn policy_config(policy: &str) -> Result<GatewayConfig, SutError> {
     }
 }
 
+/// Process groups of the SUTs started and not yet stopped, so an emergency exit (a second
+/// interrupt) can still take them down: a static, since the signal handler has nothing else.
+static GROUPS: std::sync::Mutex<Vec<i32>> = std::sync::Mutex::new(Vec::new());
+
+fn groups() -> std::sync::MutexGuard<'static, Vec<i32>> {
+    GROUPS.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Kills every SUT process group the harness started and has not stopped yet (SIGKILL: there
+/// is no time left for a grace). For an exit that cannot wait for the orderly stop.
+pub fn kill_started_now() {
+    for g in groups().drain(..) {
+        let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(g), nix::sys::signal::Signal::SIGKILL);
+    }
+}
+
 /// A process to start as the SUT.
 struct Process<'a> {
     program: String,
@@ -297,6 +313,9 @@ fn spawn(p: Process<'_>, sut: &Sut, ctx: &SutContext) -> Result<RunningSut, SutE
         cmd.current_dir(dir);
     }
     let child = cmd.spawn().map_err(|source| SutError::Spawn { program, source })?;
+    if let Some(pid) = child.id().and_then(|p| i32::try_from(p).ok()) {
+        groups().push(pid);
+    }
     Ok(RunningSut::Child { child, url, what, stop_timeout: sut.stop_timeout.as_std(), logs })
 }
 
@@ -399,6 +418,9 @@ impl RunningSut {
                 // systemd's control-group kill does. SIGTERM, the grace for the whole group,
                 // then SIGKILL for whatever is left.
                 let group = child.id().and_then(|p| i32::try_from(p).ok()).map(nix::unistd::Pid::from_raw);
+                if let Some(g) = group {
+                    groups().retain(|x| *x != g.as_raw());
+                }
                 let signal = |s| group.map(|g| nix::sys::signal::killpg(g, s));
                 let _ = signal(Some(nix::sys::signal::Signal::SIGTERM));
                 let deadline = tokio::time::Instant::now() + stop_timeout;
