@@ -229,6 +229,17 @@ impl RunFolder {
         read_ndjson(&self.path(RunFile::Windows))
     }
 
+    /// What is wrong with the folder's NDJSON logs: a log whose last line is cut short (the
+    /// appenders only ever write whole lines, so this is damage done after the run). Empty
+    /// when nothing is.
+    pub fn damage(&self) -> Vec<String> {
+        [RunFile::Samples, RunFile::Attempts, RunFile::Events, RunFile::Windows]
+            .into_iter()
+            .filter(|f| std::fs::read(self.path(*f)).is_ok_and(|b| b.last().is_some_and(|c| *c != b'\n')))
+            .map(|f| format!("{}: its last line is cut short", f.name()))
+            .collect()
+    }
+
     /// A whole-file JSON document (`summary.json`, `resolved.json`) as `T`; `None` when the
     /// file does not exist.
     pub fn read_json<T: DeserializeOwned>(&self, file: RunFile) -> Result<Option<T>, FolderError> {

@@ -36,3 +36,32 @@ fn the_committed_example_is_what_the_report_pipeline_writes() {
         );
     }
 }
+
+/// A damaged copy is refused with what is damaged, and left as it is: a cut log or missing
+/// samples would mix the saved totals with numbers recomputed from incomplete records.
+#[test]
+fn a_damaged_folder_is_refused_and_left_alone() {
+    let committed = Path::new("reports/examples/slow-upstream");
+    for damage in ["cut samples", "cut attempts", "no samples"] {
+        let dir = tempfile::tempdir().unwrap();
+        copy_dir(committed, dir.path());
+        let cut = |name: &str| {
+            let p = dir.path().join(name);
+            let text = std::fs::read(&p).unwrap();
+            std::fs::write(&p, &text[..text.len() - 20]).unwrap();
+        };
+        match damage {
+            "cut samples" => cut("samples.ndjson"),
+            "cut attempts" => cut("attempts.ndjson"),
+            _ => std::fs::remove_file(dir.path().join("samples.ndjson")).unwrap(),
+        }
+        let before = std::fs::read(dir.path().join("summary.json")).unwrap();
+        let out =
+            std::process::Command::new(env!("CARGO_BIN_EXE_chaos")).arg("report").arg(dir.path()).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{damage}: {err}");
+        let file = if damage == "cut attempts" { "attempts.ndjson" } else { "samples.ndjson" };
+        assert!(err.contains("damaged run folder") && err.contains(file), "{damage}: {err}");
+        assert_eq!(std::fs::read(dir.path().join("summary.json")).unwrap(), before, "{damage}: left alone");
+    }
+}

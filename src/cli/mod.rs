@@ -146,7 +146,9 @@ impl CliError {
             Self::Gateway(crate::gateway::GatewayError::Upstream { .. }) => Exit::Usage,
             Self::Run(e) if e.is_usage() => Exit::Usage,
             Self::Mock(_) | Self::Gateway(_) | Self::Io { .. } | Self::Control { .. } => Exit::Harness,
-            Self::Report(crate::report::ReportError::Read(_)) => Exit::Usage,
+            Self::Report(crate::report::ReportError::Read(_) | crate::report::ReportError::Damaged { .. }) => {
+                Exit::Usage
+            }
             Self::Run(_) | Self::Aborted { .. } | Self::Report(_) => Exit::Harness,
             Self::GateFailed { .. } => Exit::GateFailed,
         }

@@ -25,9 +25,17 @@ pub fn finish(folder: &RunFolder, base: Summary, checks: &[GateCheck]) -> Result
 }
 
 /// [`finish`] for a saved folder: the measured summary from its `summary.json`, the checks
-/// from its `resolved.json`.
+/// from its `resolved.json`. A damaged folder (a cut log, or no samples for a run that
+/// counted requests) is refused with what is damaged, and left as it is.
 pub fn refinish(folder: &RunFolder) -> Result<Finished, ReportError> {
     let data = RunData::load(folder).map_err(ReportError::Read)?;
+    let mut damage = folder.damage();
+    if data.summary.totals.requests > 0 && !folder.path(RunFile::Samples).exists() {
+        damage.push(format!("{} is missing", RunFile::Samples.name()));
+    }
+    if !damage.is_empty() {
+        return Err(ReportError::Damaged { dir: folder.dir().to_path_buf(), damage });
+    }
     finish_data(folder, &data, &gate_checks(folder).map_err(ReportError::Read)?)
 }
 
