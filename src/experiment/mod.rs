@@ -176,6 +176,22 @@ fn last_words() -> std::sync::MutexGuard<'static, Option<(RunFolder, Summary)>> 
     LAST_WORDS.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
+/// Holds the run's last words for as long as `run` runs, and clears them however it returns.
+struct LastWords;
+
+impl LastWords {
+    fn set(folder: &RunFolder, summary: Summary) -> Self {
+        *last_words() = Some((folder.clone(), summary));
+        Self
+    }
+}
+
+impl Drop for LastWords {
+    fn drop(&mut self) {
+        last_words().take();
+    }
+}
+
 /// For an exit that cannot wait for the orderly stop (a second interrupt): kills the SUT
 /// processes the run started and, if the run has no summary yet, writes an aborted one saying
 /// so. The NDJSON logs are flushed every 250 ms as the run goes, so they keep what was
@@ -262,13 +278,13 @@ pub async fn run(scenario: &Scenario, options: &RunOptions, stopper: Stopper) ->
     let run_id =
         folder.dir().file_name().map_or_else(|| run_folder_id(started_at), |n| n.to_string_lossy().into_owned());
     write_inputs(scenario, &folder)?;
-    *last_words() = Some((
-        folder.clone(),
+    let _last_words = LastWords::set(
+        &folder,
         base::aborted(
             base::identity(scenario, &run_id, started_at, "", "stopped at once"),
             "interrupted twice: stopped at once without analysis; samples.ndjson and attempts.ndjson hold what was measured",
         ),
-    ));
+    );
 
     let clock = Clock::start();
     let pool = match MockPool::start(&scenario.upstreams, mock_options(scenario, clock, &folder)).await {
@@ -293,7 +309,7 @@ pub async fn run(scenario: &Scenario, options: &RunOptions, stopper: Stopper) ->
     let driven = start_and_drive(&plan, &mut started, &exclusive).await;
     let sut_description = started.stop().await;
     let driven = driven.map_err(|e| aborted(scenario, &folder, &run_id, started_at, e))?;
-    let sut_description = sut_description?;
+    let sut_description = sut_description.map_err(|e| aborted(scenario, &folder, &run_id, started_at, e))?;
 
     let mut reason = stopper.reason();
     if reason.is_none() && driven.report.hit_request_limit {
@@ -324,7 +340,6 @@ pub async fn run(scenario: &Scenario, options: &RunOptions, stopper: Stopper) ->
             Finished { summary: base, verdict: None }
         }
     };
-    last_words().take();
     Ok(RunOutcome { dir: folder.dir().to_path_buf(), summary: finished.summary, verdict: finished.verdict })
 }
 
