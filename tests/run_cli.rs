@@ -112,28 +112,34 @@ users = 4
     assert!(text(&not_a_run).1.contains("summary.json"), "{:?}", text(&not_a_run));
 }
 
+/// Starts `chaos run SCENARIO --out OUT` and returns once requests flow (windows are written
+/// as they close), to interrupt it.
+fn run_until_requests_flow(scenario: &Path, out_dir: &Path) -> std::process::Child {
+    let child = chaos()
+        .arg("run")
+        .arg(scenario)
+        .arg("--out")
+        .arg(out_dir)
+        .args(["--progress", "off"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while std::fs::metadata(out_dir.join("windows.ndjson")).map_or(0, |m| m.len()) == 0 {
+        assert!(started.elapsed() < Duration::from_secs(20), "no window closed");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    child
+}
+
 #[test]
 fn ctrl_c_in_the_middle_writes_an_aborted_summary_and_exits_3() {
     let dir = tempfile::tempdir().unwrap();
     let scenario =
         write_scenario(dir.path(), "[load]\n[[load.phase]]\nname = \"long\"\nduration = \"60s\"\nusers = 2\n");
     let out_dir = dir.path().join("run");
-    let child = chaos()
-        .arg("run")
-        .arg(&scenario)
-        .arg("--out")
-        .arg(&out_dir)
-        .args(["--progress", "off"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    // Wait until requests flow (windows are written as they close), then interrupt.
-    let started = Instant::now();
-    while std::fs::metadata(out_dir.join("windows.ndjson")).map_or(0, |m| m.len()) == 0 {
-        assert!(started.elapsed() < Duration::from_secs(20), "no window closed");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    let child = run_until_requests_flow(&scenario, &out_dir);
     let ok = Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap().success();
     assert!(ok);
     let interrupted = Instant::now();
@@ -352,21 +358,7 @@ fn a_double_interrupt_still_stops_the_sut_and_leaves_a_summary() {
         ),
     );
     let out_dir = dir.path().join("run");
-    let child = chaos()
-        .arg("run")
-        .arg(&scenario)
-        .arg("--out")
-        .arg(&out_dir)
-        .args(["--progress", "off"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let started = Instant::now();
-    while std::fs::metadata(out_dir.join("windows.ndjson")).map_or(0, |m| m.len()) == 0 {
-        assert!(started.elapsed() < Duration::from_secs(20), "no window closed");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    let child = run_until_requests_flow(&scenario, &out_dir);
     let pid = child.id().to_string();
     let interrupted = Instant::now();
     for _ in 0..2 {

@@ -12,7 +12,9 @@
 //!
 //! Layer 6: may use every layer below; only `cli` depends on it.
 
+mod abort;
 mod base;
+mod drive;
 pub mod dry_run;
 pub mod finish;
 mod live;
@@ -23,17 +25,20 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
-use tokio::sync::{mpsc, watch};
+use tokio::sync::watch;
 
-use crate::analysis::{Recorder, StageRecord, Summary};
+use crate::analysis::Summary;
 use crate::clock::Clock;
 use crate::gate::Verdict;
-use crate::load::{self, LoadConfig, LoadError, LoadReport};
+use crate::load::LoadError;
 use crate::mock::{MockError, MockOptions, MockPool};
 use crate::run_folder::{RunFile, RunFolder};
-use crate::scenario::{Load, Scenario};
-use crate::sut::{self, RunningSut, SutContext, SutError};
+use crate::scenario::Scenario;
+use crate::sut::{self, SutError};
 
+pub use abort::emergency_stop;
+use abort::{LastWords, aborted};
+use drive::{Plan, Started, start_and_drive};
 pub use finish::{Finished, finish, gate_checks, refinish};
 pub use progress::ProgressMode;
 
@@ -169,95 +174,8 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> RunError + '_ {
     move |source| RunError::Io { path: path.to_path_buf(), source }
 }
 
-/// What an emergency exit writes: the running run's folder and an aborted summary for it.
-static LAST_WORDS: Mutex<Option<(RunFolder, Summary)>> = Mutex::new(None);
-
-fn last_words() -> std::sync::MutexGuard<'static, Option<(RunFolder, Summary)>> {
-    LAST_WORDS.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-/// Holds the run's last words for as long as `run` runs, and clears them however it returns.
-struct LastWords;
-
-impl LastWords {
-    fn set(folder: &RunFolder, summary: Summary) -> Self {
-        *last_words() = Some((folder.clone(), summary));
-        Self
-    }
-}
-
-impl Drop for LastWords {
-    fn drop(&mut self) {
-        last_words().take();
-    }
-}
-
-/// For an exit that cannot wait for the orderly stop (a second interrupt): kills the SUT
-/// processes the run started and, if the run has no summary yet, writes an aborted one saying
-/// so. The NDJSON logs are flushed every 250 ms as the run goes, so they keep what was
-/// measured in whole lines. Takes milliseconds.
-pub fn emergency_stop() {
-    sut::kill_started_now();
-    if let Some((folder, summary)) = last_words().take()
-        && !folder.path(RunFile::Summary).exists()
-    {
-        let _ = folder.write_json(RunFile::Summary, &summary);
-    }
-}
-
 /// How long after the planned load start the first stage begins, so every user is up.
 const LEAD: Duration = Duration::from_millis(300);
-
-/// What a run has started and must stop, whatever happens: the mocks and (once started) the
-/// SUT. Shared with the watchdog and the progress view while the load runs; [`Started::stop`]
-/// is the one place both are stopped.
-struct Started {
-    pool: Arc<MockPool>,
-    sut: Option<Arc<tokio::sync::Mutex<RunningSut>>>,
-}
-
-impl Started {
-    /// Stops the SUT, then the mocks; returns the SUT's description. Every task that shared
-    /// them has ended by now.
-    async fn stop(self) -> Result<String, RunError> {
-        let mut description = String::new();
-        if let Some(sut) = self.sut {
-            match Arc::try_unwrap(sut) {
-                Ok(m) => {
-                    let running = m.into_inner();
-                    description = running.describe();
-                    running.stop().await;
-                }
-                Err(_) => tracing::warn!("the system under test is still shared; it stops when the harness exits"),
-            }
-        }
-        let pool = Arc::try_unwrap(self.pool).map_err(|_| RunError::Faults("mock pool still in use".into()))?;
-        pool.shutdown().await?;
-        Ok(description)
-    }
-}
-
-/// What the run is, for the steps that carry it out.
-struct Plan<'a> {
-    scenario: &'a Scenario,
-    options: &'a RunOptions,
-    load: &'a Load,
-    folder: &'a RunFolder,
-    run_id: &'a str,
-    started_at: SystemTime,
-    allow_remote: &'a [String],
-    clock: Clock,
-    stopper: &'a Stopper,
-}
-
-/// What the load phase left behind.
-struct Driven {
-    records: Vec<StageRecord>,
-    report: LoadReport,
-    t0_us: u64,
-    load_end_us: u64,
-    target: String,
-}
 
 /// Runs `scenario`. `stopper` ends it early (Ctrl-C); the run folder gets a summary either way.
 pub async fn run(scenario: &Scenario, options: &RunOptions, stopper: Stopper) -> Result<RunOutcome, RunError> {
@@ -343,18 +261,6 @@ pub async fn run(scenario: &Scenario, options: &RunOptions, stopper: Stopper) ->
     Ok(RunOutcome { dir: folder.dir().to_path_buf(), summary: finished.summary, verdict: finished.verdict })
 }
 
-/// Records a run that failed before its load ended: an aborted summary with the reason, unless
-/// one was already written (a SUT that never got ready leaves its own). Returns the error.
-fn aborted(scenario: &Scenario, folder: &RunFolder, run_id: &str, started_at: SystemTime, e: RunError) -> RunError {
-    if !folder.path(RunFile::Summary).exists() {
-        let id = base::identity(scenario, run_id, started_at, "", "not started");
-        if let Err(w) = folder.write_json(RunFile::Summary, &base::aborted(id, &e.to_string())) {
-            tracing::warn!("could not record the aborted run: {w}");
-        }
-    }
-    e
-}
-
 fn run_folder_id(at: SystemTime) -> String {
     crate::run_folder::run_id(at)
 }
@@ -369,107 +275,6 @@ fn mock_options(scenario: &Scenario, clock: Clock, folder: &RunFolder) -> MockOp
         admin: Some("127.0.0.1:0".parse().expect("a valid address")),
         ..MockOptions::default()
     }
-}
-
-/// Starts the SUT (into `started`, so it is stopped whatever happens next), waits until it is
-/// ready, puts the faults on the clock and drives the load.
-async fn start_and_drive(
-    plan: &Plan<'_>,
-    started: &mut Started,
-    exclusive: &load::Exclusive,
-) -> Result<Driven, RunError> {
-    let scenario = plan.scenario;
-    let ctx = SutContext {
-        upstreams: scenario
-            .upstreams
-            .iter()
-            .zip(started.pool.upstreams())
-            .map(|(u, m)| (u.name.clone(), m.uri()))
-            .collect(),
-        run_dir: plan.folder.dir().to_path_buf(),
-        allow_remote: plan.allow_remote.to_vec(),
-        chaos_bin: plan.options.chaos_bin.clone(),
-    };
-    let running = Arc::new(tokio::sync::Mutex::new(sut::start(scenario.sut.as_ref(), &ctx).await?));
-    started.sut = Some(running.clone());
-    let ready_path = scenario.sut.as_ref().and_then(|s| s.ready.clone());
-    let startup = scenario.sut.as_ref().map_or(Duration::from_secs(30), |s| s.startup_timeout.as_std());
-    let mut stop_rx = plan.stopper.subscribe();
-    let ready = {
-        let mut sut = running.lock().await;
-        tokio::select! {
-            r = sut.wait_ready(ready_path.as_deref(), startup) => r,
-            _ = stop_rx.wait_for(|s| *s) => Ok(()),
-        }
-    };
-    let target = running.lock().await.url();
-    if let Err(e) = ready {
-        let id = base::identity(scenario, plan.run_id, plan.started_at, &target, &running.lock().await.describe());
-        let _ = plan.folder.write_json(RunFile::Summary, &base::aborted(id, &e.to_string()));
-        return Err(e.into());
-    }
-    sut::check_target(&target, plan.allow_remote)?;
-    tracing::info!(sut = %running.lock().await.describe(), target = %target, "system under test ready");
-
-    let t0_us = plan.clock.now_us() + LEAD.as_micros() as u64;
-    let mut faults = scenario.faults.clone();
-    for f in &mut faults {
-        crate::faults::ttl_expiry::expand_sut_url(&mut f.fault, &target);
-    }
-    started.pool.add_faults_at(faults, t0_us).map_err(|e| RunError::Faults(e.to_string()))?;
-    drive(plan, started, running, exclusive, target, t0_us, ready_path).await
-}
-
-/// Drives the load while the consumers record, the watchdog watches and the progress view
-/// reports; every task it starts has ended when it returns.
-async fn drive(
-    plan: &Plan<'_>,
-    started: &Started,
-    running: Arc<tokio::sync::Mutex<RunningSut>>,
-    exclusive: &load::Exclusive,
-    target: String,
-    t0_us: u64,
-    ready_path: Option<String>,
-) -> Result<Driven, RunError> {
-    let (scenario, clock, stopper) = (plan.scenario, plan.clock, plan.stopper);
-    let live = Arc::new(Mutex::new(live::LiveStats::default()));
-    let (tx, rx) = mpsc::channel(65_536);
-    let outputs = live::Outputs::open(plan.folder, plan.options.token_gaps).map_err(io(plan.folder.dir()))?;
-    let consumer = tokio::spawn(live::consume(
-        rx,
-        Recorder::new(&plan.load.stages, t0_us),
-        outputs,
-        clock,
-        scenario.limits.abort_error_rate.map(|(r, w, m)| (r, w.as_std(), m)),
-        stopper.clone(),
-        live.clone(),
-    ));
-    let watchdog =
-        tokio::spawn(watchdog::watchdog(running, scenario.clone(), ready_path, clock, t0_us, stopper.clone()));
-    let view = progress::spawn(
-        plan.options.progress,
-        plan.load,
-        clock,
-        t0_us,
-        live.clone(),
-        started.pool.clone(),
-        stopper.clone(),
-    );
-    let cfg = LoadConfig {
-        load: plan.load.clone(),
-        seed: scenario.seed,
-        target: target.clone(),
-        clock,
-        t0_us,
-        max_requests: scenario.limits.max_requests,
-    };
-    let report = load::run(exclusive, cfg, tx, stopper.subscribe()).await;
-    let load_end_us = clock.now_us();
-    let (records, _windows) = consumer.await.unwrap_or_default();
-    watchdog.abort();
-    let _ = watchdog.await; // an aborted task drops what it holds only once awaited
-    view.finish().await;
-    Ok(Driven { records, report: report?, t0_us, load_end_us, target })
 }
 
 /// The scenario as given and as resolved (absolute fault times), for the record.

@@ -1,0 +1,70 @@
+//! Unit tests of the parent module.
+
+use super::*;
+
+#[test]
+fn ids_sort_by_time_and_names_are_safe() {
+    let t = SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_795_000_000);
+    assert_eq!(run_id(t), "20261118T110640Z");
+    assert_eq!(slug("slow upstream / game day"), "slow-upstream---game-day");
+    assert_eq!(slug("../x"), "x");
+}
+
+#[test]
+fn same_second_runs_get_their_own_folder_and_writes_are_whole() {
+    let root = tempfile::tempdir().unwrap();
+    let a = RunFolder::create(None, root.path(), "s", "ID", false).unwrap();
+    let b = RunFolder::create(None, root.path(), "s", "ID", false).unwrap();
+    assert_ne!(a, b);
+    assert!(b.dir().ends_with("s/ID-2"));
+    a.write_json(RunFile::Summary, &serde_json::json!({"x": 1})).unwrap();
+    assert_eq!(std::fs::read_to_string(a.path(RunFile::Summary)).unwrap(), "{\n  \"x\": 1\n}\n");
+    assert_eq!(std::fs::read_dir(a.dir()).unwrap().count(), 1, "no temporary file left");
+}
+
+#[test]
+fn an_out_folder_must_be_new_empty_or_forced_and_a_file_is_named() {
+    let root = tempfile::tempdir().unwrap();
+    let out = root.path().join("run");
+    RunFolder::create(Some(&out), root.path(), "s", "ID", false).unwrap().write(RunFile::Summary, b"{}").unwrap();
+    std::fs::write(out.join("notes.txt"), "mine").unwrap();
+    let e = RunFolder::create(Some(&out), root.path(), "s", "ID", false).unwrap_err().to_string();
+    assert!(e.starts_with(&format!("{}: not empty", out.display())), "{e}");
+    RunFolder::create(Some(&out), root.path(), "s", "ID", true).unwrap();
+    assert!(!out.join("summary.json").exists(), "the previous run's files are gone");
+    assert!(out.join("notes.txt").exists(), "anything else is left alone");
+    let file = root.path().join("file");
+    std::fs::write(&file, "x").unwrap();
+    let e = RunFolder::create(Some(&file), root.path(), "s", "ID", true).unwrap_err().to_string();
+    assert!(e.starts_with(&format!("{}: exists and is not a folder", file.display())), "{e}");
+}
+
+#[test]
+fn a_cut_off_last_line_is_skipped_but_a_bad_line_is_located() {
+    let dir = tempfile::tempdir().unwrap();
+    let folder = RunFolder::open(dir.path());
+    let p = folder.path(RunFile::Windows);
+    std::fs::write(
+        &p,
+        "{\"t_s\":0,\"requests\":1,\"outcomes\":{},\"latency_ms\":null,\"ttft_p95_ms\":null}\n{\"t_s\":1,\"req",
+    )
+    .unwrap();
+    assert_eq!(folder.windows().unwrap().len(), 1);
+    std::fs::write(&p, "{\"t_s\":\"x\"}\n{}\n").unwrap();
+    let e = folder.windows().unwrap_err().to_string();
+    assert!(e.contains("windows.ndjson:1:"), "{e}");
+    assert!(folder.samples().unwrap().is_empty(), "an absent log is empty");
+}
+
+#[test]
+fn what_the_appender_writes_the_reader_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let folder = RunFolder::open(dir.path());
+    let mut out = folder.appender(RunFile::Samples).unwrap();
+    let samples: Vec<Sample> = (0..3).map(|i| Sample::answered(i, i * 10, i * 10 + 5)).collect();
+    for s in &samples {
+        out.append(s).unwrap();
+    }
+    out.flush().unwrap();
+    assert_eq!(folder.samples().unwrap(), samples);
+}
