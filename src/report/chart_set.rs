@@ -59,12 +59,13 @@ pub fn charts_for(series: &Series, s: &Summary) -> Vec<(String, Chart)> {
                 name: (*n).into(),
                 // Every second, zero where nothing of this outcome (or nothing at all) finished,
                 // so the stack does not bridge empty seconds; each second drawn at its centre.
-                points: (0..=w.last().map_or(0, |l| l.t_s))
-                    .map(|t| {
-                        let count = w.iter().find(|x| x.t_s == t).and_then(|x| x.outcomes.get(*n)).copied();
-                        (t as f64 + 0.5, count.unwrap_or(0) as f64)
-                    })
-                    .collect(),
+                points: {
+                    let mut dense = vec![0.0; w.iter().map(|x| x.t_s as usize + 1).max().unwrap_or(0)];
+                    for x in w {
+                        dense[x.t_s as usize] = x.outcomes.get(*n).copied().unwrap_or(0) as f64;
+                    }
+                    dense.into_iter().enumerate().map(|(t, c)| (t as f64 + 0.5, c)).collect()
+                },
                 color: [2, 5, 6, 1, 4, 3, 7, 0][i],
             })
             .collect();
