@@ -39,11 +39,13 @@ pub enum RunFile {
     ReportMd,
     /// `report.html`.
     ReportHtml,
+    /// `comparison.json`: runs side by side (a comparison folder, not a run's).
+    Comparison,
 }
 
 impl RunFile {
     /// Every file of a run folder.
-    pub const ALL: [RunFile; 10] = [
+    pub const ALL: [RunFile; 11] = [
         Self::Summary,
         Self::Samples,
         Self::Attempts,
@@ -54,6 +56,7 @@ impl RunFile {
         Self::Junit,
         Self::ReportMd,
         Self::ReportHtml,
+        Self::Comparison,
     ];
 
     /// The file's name in the folder.
@@ -69,6 +72,7 @@ impl RunFile {
             Self::Junit => "junit.xml",
             Self::ReportMd => "report.md",
             Self::ReportHtml => "report.html",
+            Self::Comparison => "comparison.json",
         }
     }
 }

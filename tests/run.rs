@@ -323,7 +323,8 @@ retry_after = "200ms"
         assert!(dir.path().join(f).exists(), "{f}");
     }
     let md = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
-    assert!(md.starts_with("# chaos: storm-hardened — completed\n\n- "), "{md}");
+    assert!(md.starts_with("# chaos: storm-hardened — completed\n\n## Findings\n\n"), "{md}");
+    assert!(md.contains("## Headlines\n\n- Retry amplification"), "{md}");
 }
 
 /// A closed sweep against a mock with `c` slots and a fixed 100 ms service time: latency is

@@ -47,10 +47,14 @@ fn the_shipped_game_day_dry_runs_the_same_twice_with_absolute_fault_times() {
     assert_eq!(a.stdout, b.stdout, "same seed, same dry run");
     let (out, _) = text(&a);
     assert!(out.contains("time scale 0.1"), "{out}");
-    assert!(out.contains("built-in gateway, policy hardened, in_process"), "{out}");
-    // The fault is anchored at phase:fault, which starts after the 6 s (scaled) baseline.
+    // Both variants, each with its own policy, in the order the file declares them.
+    let (naive, hardened) = (out.find("variant `naive`").unwrap(), out.find("variant `hardened`").unwrap());
+    assert!(naive < hardened, "{out}");
+    assert!(out[naive..hardened].contains("built-in gateway, policy naive, in_process"), "{out}");
+    assert!(out[hardened..].contains("built-in gateway, policy hardened, in_process"), "{out}");
+    // The fault is anchored at phase:fault, which starts after the 3 s (scaled) baseline.
     let fault = out.lines().find(|l| l.contains("slow-provider")).unwrap();
-    assert!(fault.contains("6s") && fault.contains("18s") && fault.contains("(latency)"), "{fault}");
+    assert!(fault.contains("3s") && fault.contains("12s") && fault.contains("(latency)"), "{fault}");
     assert_eq!(std::fs::read_dir(reports.path()).unwrap().count(), 0, "a dry run writes nothing");
 }
 
@@ -242,12 +246,17 @@ fn the_ci_gate_fails_the_naive_gateway_and_passes_the_hardened_one() {
         .arg("check")
         .arg(&naive)
         .arg("--baseline")
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("reports/examples/slow-upstream"))
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("reports/examples/slow-upstream/hardened"))
         .output()
         .unwrap();
     assert_eq!(foreign.status.code(), Some(2), "{:?}", text(&foreign));
     assert!(text(&foreign).1.contains("not a comparable baseline (scenario `slow-upstream`"), "{:?}", text(&foreign));
     assert_eq!(check(&dir.path().join("nothing-here"), None).0, Some(2));
+    // The folder of a run with variants is a comparison, not a run: say so, name a run.
+    let parent = Path::new(env!("CARGO_MANIFEST_DIR")).join("reports/examples/slow-upstream");
+    let out = chaos().arg("check").arg(&naive).arg("--baseline").arg(&parent).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out).1.contains("a comparison of several runs"), "{:?}", text(&out));
 }
 
 #[test]

@@ -310,3 +310,48 @@ fn sweep_steps_must_rise() {
     assert!(e.contains("`load.sweep.rates` is [10.0, 10.0, 20.0]"), "{e}");
     assert!(Scenario::from_source(&Source::new("s.toml", text("users = [8, 16, 32]"))).is_ok());
 }
+
+/// A variant's bad override is reported where the variant wrote it, naming the variant.
+#[test]
+fn a_bad_variant_override_points_at_the_override() {
+    insta::assert_snapshot!(scenario_error(indoc! {r#"
+        name = "x"
+        [[upstream]]
+        name = "primary"
+        [sut]
+        builtin = "gateway"
+        [[fault]]
+        name = "slow"
+        kind = "latency"
+        multiplier = 3.0
+
+        [[variant]]
+        name = "naive"
+        sut.polcy = "naive"
+
+        [[variant]]
+        name = "slower"
+        fault.slow.multiplier = -6.0
+
+        [[variant]]
+        name = "faster"
+        fault.quick.multiplier = 2.0
+    "#}));
+}
+
+/// A base error is reported once, not again for every variant that inherits it.
+#[test]
+fn a_base_error_is_not_repeated_for_each_variant() {
+    let e = scenario_error(indoc! {r#"
+        name = "x"
+        [[upstream]]
+        name = "primary"
+        capacity = { slots = 0 }
+        [[variant]]
+        name = "a"
+        [[variant]]
+        name = "b"
+    "#});
+    assert_eq!(e.matches("error:").count(), 1, "{e}");
+    assert!(!e.contains("variant"), "{e}");
+}

@@ -8,6 +8,8 @@
 //! depend on `gate`, `report`, `experiment` or `cli`, and never prints.
 
 pub mod data;
+pub mod findings;
+pub mod in_flight;
 pub mod recorder;
 pub mod recovery;
 pub mod retry;
@@ -37,7 +39,13 @@ pub struct Analysis {
 /// recovery, failover) and computes the chart series from the run's records. Pure: the same
 /// folder always gives the same numbers.
 pub fn analyse(data: &RunData) -> Analysis {
-    Analysis { summary: summarise(data), series: Series::of(data) }
+    let series = Series::of(data);
+    let mut summary = summarise(data);
+    let counts = in_flight::Counts { in_flight: &series.in_flight, queued: &series.queued, sut: &series.sut_in_flight };
+    summary.in_flight =
+        in_flight::analyse(&data.attempts, &data.samples, &spans(&summary), summary.load_start_us, &counts);
+    summary.findings = findings::findings(&summary);
+    Analysis { summary, series }
 }
 
 fn summarise(data: &RunData) -> Summary {

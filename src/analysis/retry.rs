@@ -27,7 +27,7 @@ pub const MIN_WINDOW_REQUESTS: u64 = 5;
 pub const NON_RETRYABLE: [u16; 6] = [400, 401, 403, 404, 413, 422];
 
 /// `summary.retry.amplification`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Amplification {
     /// A: upstream attempts / client requests, warm-ups excluded from both. Below 1 when
     /// requests are answered without an upstream (fallbacks, cache hits, shed load).
@@ -58,7 +58,7 @@ pub struct ByLayer {
 }
 
 /// `summary.retry`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct RetryAnalysis {
     /// A = attempts / requests.
     pub amplification: Amplification,

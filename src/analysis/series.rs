@@ -26,6 +26,9 @@ pub struct Series {
     pub in_flight: Vec<u64>,
     /// Requests queued for a slot at the mocks at each whole second.
     pub queued: Vec<u64>,
+    /// Client requests in flight at the system under test at each whole second (sent, not
+    /// yet answered): what its pools and queues hold.
+    pub sut_in_flight: Vec<u64>,
     /// Attempts per second at each upstream, by upstream name.
     pub upstream_attempts: BTreeMap<String, Vec<u64>>,
 }
@@ -53,6 +56,7 @@ impl Series {
             amplification,
             in_flight,
             queued,
+            sut_in_flight: client_concurrency(&data.samples, t0),
             upstream_attempts: super::recovery::upstream_series(&data.attempts, t0),
         }
     }
@@ -70,17 +74,34 @@ pub fn mock_concurrency(attempts: &[Attempt], t0_us: u64) -> (Vec<u64>, Vec<u64>
         // Queueing ends by the attempt's end at the latest (a client that left while queued).
         queued[boundary((a.t_us + a.queue_wait_us).min(a.end_us()))] -= 1;
     }
-    let run = |d: Vec<i64>| {
-        let mut acc = 0i64;
-        d.into_iter()
-            .take(last + 1)
-            .map(|v| {
-                acc += v;
-                acc.max(0) as u64
-            })
-            .collect()
-    };
-    (run(active), run(queued))
+    (running_total(active, last + 1), running_total(queued, last + 1))
+}
+
+/// Client requests in flight (from their send to their answer) at each whole second from
+/// the load start.
+pub fn client_concurrency(samples: &[Sample], t0_us: u64) -> Vec<u64> {
+    let boundary = |t: u64| (t.saturating_sub(t0_us)).div_ceil(1_000_000) as usize;
+    let last = samples.iter().map(|s| boundary(s.done_us)).max().unwrap_or(0);
+    let mut d = vec![0i64; last + 2];
+    for s in samples.iter().filter(|s| s.sent_us >= t0_us) {
+        d[boundary(s.sent_us)] += 1;
+        d[boundary(s.done_us.max(s.sent_us))] -= 1;
+    }
+    running_total(d, last + 1)
+}
+
+/// The first `len` running totals of per-second changes (+1 at a start, −1 at an end): how
+/// many are in flight at each whole second.
+fn running_total(changes: Vec<i64>, len: usize) -> Vec<u64> {
+    let mut acc = 0i64;
+    changes
+        .into_iter()
+        .take(len)
+        .map(|v| {
+            acc += v;
+            acc.max(0) as u64
+        })
+        .collect()
 }
 
 /// Latency percentiles (p50, p95, p99, ms) of the requests *sent* in each bucket of `width_s`

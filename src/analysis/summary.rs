@@ -6,6 +6,8 @@ use std::collections::BTreeMap;
 
 use hdrhistogram::Histogram;
 
+use super::findings::Finding;
+use super::in_flight::{DeclaredLimits, InFlight};
 use super::recovery::{Failover, FaultWindow, Recovery};
 use super::retry::RetryAnalysis;
 use super::stampede::StampedeAnalysis;
@@ -272,6 +274,18 @@ pub struct Summary {
     /// Failover away from each faulted upstream of a pool.
     #[serde(default)]
     pub failover: Vec<Failover>,
+    /// The `[[variant]]` of the scenario this run is (absent: the file as written).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub variant: Option<String>,
+    /// The SUT's and the provider's limits, as declared.
+    #[serde(default)]
+    pub declared: DeclaredLimits,
+    /// Work in flight at the mock upstreams, per stage, against Little's law.
+    #[serde(default)]
+    pub in_flight: Option<InFlight>,
+    /// What the numbers say to change, most severe first.
+    #[serde(default)]
+    pub findings: Vec<Finding>,
 }
 
 /// What identifies a run, known before anything is measured.
@@ -301,6 +315,10 @@ pub struct RunIdentity {
     pub faults: Vec<FaultWindow>,
     /// Retries per request the SUT is declared to make (scenario or gateway policy).
     pub declared_max_retries: Option<u32>,
+    /// The scenario's variant, if the run is one.
+    pub variant: Option<String>,
+    /// The SUT's and the provider's declared limits.
+    pub declared: DeclaredLimits,
 }
 
 impl Summary {
@@ -337,6 +355,10 @@ impl Summary {
             stampede: None,
             recovery: Vec::new(),
             failover: Vec::new(),
+            variant: id.variant,
+            declared: id.declared,
+            in_flight: None,
+            findings: Vec::new(),
         }
     }
 }

@@ -79,6 +79,13 @@ fn parse_share(s: &str) -> Result<f64, String> {
 /// The summary of a run folder, or of a `summary.json` given directly.
 fn read_summary(path: &Path) -> Result<Summary, CliError> {
     let file = if path.is_dir() { path.join("summary.json") } else { path.to_path_buf() };
+    if path.is_dir() && !file.exists() && path.join(RunFile::Comparison.name()).exists() {
+        return Err(CliError::Usage(format!(
+            "{}: a comparison of several runs (a run with variants), not one run: name one of its run folders, e.g. {}",
+            path.display(),
+            path.join("hardened").display()
+        )));
+    }
     let text = std::fs::read_to_string(&file).map_err(|e| CliError::Usage(format!("{}: {e}", file.display())))?;
     serde_json::from_str(&text).map_err(|e| CliError::Usage(format!("{}: not a chaos summary: {e}", file.display())))
 }

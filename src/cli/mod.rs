@@ -10,6 +10,7 @@
 //! Layer 7: the top; nothing in the library depends on it.
 
 mod check;
+mod compare;
 mod fault;
 mod gateway;
 mod mock;
@@ -54,6 +55,8 @@ pub enum Command {
     Report(report::Args),
     /// Apply the gate to a saved run, optionally against a baseline run: exit 0 or 1.
     Check(check::Args),
+    /// Compare saved runs of one scenario side by side (last quarter against today).
+    Compare(compare::Args),
 }
 
 /// Exit codes, as documented in the README.
@@ -106,6 +109,9 @@ pub enum CliError {
     /// A run could not start or finish.
     #[error("{0}")]
     Run(#[from] crate::experiment::RunError),
+    /// Runs could not be compared.
+    #[error(transparent)]
+    Compare(#[from] crate::experiment::CompareError),
     /// A run folder could not be analysed.
     #[error(transparent)]
     Report(#[from] crate::report::ReportError),
@@ -145,6 +151,10 @@ impl CliError {
             Self::Control { status: Some(400..=499), .. } => Exit::Usage,
             Self::Gateway(crate::gateway::GatewayError::Upstream { .. }) => Exit::Usage,
             Self::Run(e) if e.is_usage() => Exit::Usage,
+            Self::Compare(
+                crate::experiment::CompareError::NotComparable(_) | crate::experiment::CompareError::Read(_),
+            ) => Exit::Usage,
+            Self::Compare(_) => Exit::Harness,
             Self::Mock(_) | Self::Gateway(_) | Self::Io { .. } | Self::Control { .. } => Exit::Harness,
             Self::Report(crate::report::ReportError::Read(_) | crate::report::ReportError::Damaged { .. }) => {
                 Exit::Usage
@@ -226,6 +236,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
         Command::Run(args) => run::run(args).await,
         Command::Report(args) => report::run(&args),
         Command::Check(args) => check::run(&args),
+        Command::Compare(args) => compare::run(&args),
     }
 }
 
@@ -234,9 +245,72 @@ fn init_tracing() {
     use tracing_subscriber::EnvFilter;
     // Goose logs every failed request at warn level through `log`; the run reports them itself.
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info,goose=error"));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .try_init();
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    // A person at a terminal reads status lines; a log file (CI) keeps full records with
+    // timestamps and module paths.
+    let _ = if std::io::stderr().is_terminal() {
+        builder.event_format(StatusLine).try_init()
+    } else {
+        builder.with_ansi(false).try_init()
+    };
+}
+
+/// A log event as a plain status line: the message and its fields, `warning:`/`error:` in
+/// front of what went wrong, no timestamp or module path.
+struct StatusLine;
+
+impl<S, N> tracing_subscriber::fmt::FormatEvent<S, N> for StatusLine
+where
+    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+    N: for<'a> tracing_subscriber::fmt::FormatFields<'a> + 'static,
+{
+    fn format_event(
+        &self,
+        ctx: &tracing_subscriber::fmt::FmtContext<'_, S, N>,
+        mut writer: tracing_subscriber::fmt::format::Writer<'_>,
+        event: &tracing::Event<'_>,
+    ) -> std::fmt::Result {
+        match *event.metadata().level() {
+            tracing::Level::ERROR => write!(writer, "error: ")?,
+            tracing::Level::WARN => write!(writer, "warning: ")?,
+            _ => {}
+        }
+        ctx.field_format().format_fields(writer.by_ref(), event)?;
+        writeln!(writer)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use super::StatusLine;
+
+    /// A writer into a shared buffer, for capturing what the subscriber prints.
+    #[derive(Clone, Default)]
+    struct Buffer(Arc<Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Buffer {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_terminal_gets_plain_status_lines() {
+        let buffer = Buffer::default();
+        let writer = buffer.clone();
+        let subscriber =
+            tracing_subscriber::fmt().event_format(StatusLine).with_writer(move || writer.clone()).finish();
+        tracing::subscriber::with_default(subscriber, || {
+            tracing::info!("system under test ready: gateway at http://127.0.0.1:1");
+            tracing::warn!("chart not drawn: no data");
+        });
+        let text = String::from_utf8(buffer.0.lock().unwrap().clone()).unwrap();
+        assert_eq!(text, "system under test ready: gateway at http://127.0.0.1:1\nwarning: chart not drawn: no data\n");
+    }
 }

@@ -18,6 +18,9 @@ pub struct Args {
 
 pub(super) fn run(args: &Args) -> Result<(), CliError> {
     let folder = RunFolder::open(&args.run_dir);
+    if !folder.path(RunFile::Summary).exists() && folder.path(RunFile::Comparison).exists() {
+        return comparison(&args.run_dir);
+    }
     let finished = crate::experiment::refinish(&folder)?;
     let mut out = String::new();
     for line in crate::report::headlines(&finished.summary) {
@@ -29,4 +32,14 @@ pub(super) fn run(args: &Args) -> Result<(), CliError> {
         .write_all(out.as_bytes())
         .and_then(|()| stdout.flush())
         .map_err(|source| CliError::Io { context: "writing to stdout".into(), source })
+}
+
+/// A folder of a run with variants: each variant's report again, then the comparison.
+fn comparison(dir: &std::path::Path) -> Result<(), CliError> {
+    let runs = super::compare::expand(&[dir.to_path_buf()])?;
+    for r in &runs {
+        crate::experiment::refinish(&RunFolder::open(r))?;
+    }
+    let c = crate::experiment::compare_runs(dir, &runs)?;
+    super::run::print(&format!("{}comparison: {}\n", super::run::comparison_text(&c), dir.join("report.md").display()))
 }

@@ -41,15 +41,33 @@ pub struct Args {
     /// Progress on stderr: auto (a bar on a terminal, lines otherwise), lines, or off.
     #[arg(long, value_parser = ["auto", "lines", "off"], default_value = "auto")]
     pub progress: String,
+    /// Run only this `[[variant]]` of the scenario (default: every variant, then their
+    /// comparison).
+    #[arg(long)]
+    pub variant: Option<String>,
 }
 
 pub(super) async fn run(args: Args) -> Result<(), CliError> {
     if !(args.time_scale > 0.0 && args.time_scale.is_finite()) {
         return Err(CliError::Usage(format!("--time-scale {}: expected a number > 0", args.time_scale)));
     }
-    let scenario = Scenario::load(&args.scenario)?.scaled(args.time_scale);
+    let mut scenario = Scenario::load(&args.scenario)?.scaled(args.time_scale);
+    if let Some(name) = &args.variant {
+        scenario = scenario.variant_named(name).map_err(CliError::Usage)?.clone();
+    }
     if args.dry_run {
-        return print(&experiment::dry_run::timeline(&scenario));
+        if scenario.variants.is_empty() {
+            return print(&experiment::dry_run::timeline(&scenario));
+        }
+        for v in &scenario.variants {
+            print(&format!(
+                "variant `{}`{}\n",
+                v.name,
+                v.description.as_deref().map_or(String::new(), |d| format!(": {d}"))
+            ))?;
+            print(&experiment::dry_run::timeline(&v.scenario))?;
+        }
+        return Ok(());
     }
     let stopper = Stopper::default();
     install_interrupt(stopper.clone());
@@ -66,21 +84,110 @@ pub(super) async fn run(args: Args) -> Result<(), CliError> {
         },
         ..RunOptions::default()
     };
+    if !scenario.variants.is_empty() {
+        return run_variants(&scenario, &options, stopper).await;
+    }
     let outcome = experiment::run(&scenario, &options, stopper).await?;
     print(&render(&outcome.summary, &outcome.dir))?;
-    match outcome.summary.status {
-        RunStatus::Completed => match &outcome.verdict {
-            Some(v) => {
-                print(&super::check::verdict_table(v))?;
-                super::check::exit_for(v, &outcome.dir)
+    print(&ending(&outcome.summary, outcome.verdict.as_ref()))?;
+    exit_for(&outcome)
+}
+
+/// Every variant, then the comparison; the exit code is the worst of the variants'.
+async fn run_variants(scenario: &Scenario, options: &RunOptions, stopper: Stopper) -> Result<(), CliError> {
+    let all = experiment::run_variants(scenario, options, stopper).await?;
+    for (_, o) in &all.runs {
+        print(&render(&o.summary, &o.dir))?;
+    }
+    if let Some(c) = &all.comparison {
+        print(&comparison_text(c))?;
+        print(&format!("comparison: {}\n", all.dir.join("report.md").display()))?;
+    }
+    if let Some(e) = &all.comparison_error {
+        print(&format!("no comparison: {e}\n"))?;
+    }
+    if !all.skipped.is_empty() {
+        print(&format!("not run (stopped): {}\n", all.skipped.join(", ")))?;
+    }
+    // Aborted first (exit 3), then a failed gate (exit 1).
+    let mut first_error = None;
+    for (_, o) in &all.runs {
+        if let Err(e) = exit_for(o) {
+            let aborted = matches!(e, CliError::Aborted { .. });
+            if first_error.is_none() || aborted {
+                first_error = Some(e);
             }
-            None => Ok(()),
-        },
+            if aborted {
+                break;
+            }
+        }
+    }
+    first_error.map_or(Ok(()), Err)
+}
+
+fn exit_for(outcome: &experiment::RunOutcome) -> Result<(), CliError> {
+    match outcome.summary.status {
+        RunStatus::Completed => outcome.verdict.as_ref().map_or(Ok(()), |v| super::check::exit_for(v, &outcome.dir)),
         RunStatus::Aborted => Err(CliError::Aborted {
             reason: outcome.summary.abort_reason.clone().unwrap_or_default(),
             dir: outcome.dir.display().to_string(),
         }),
     }
+}
+
+/// The end of a run's terminal output: its findings, then the gate verdict.
+fn ending(s: &Summary, verdict: Option<&crate::gate::Verdict>) -> String {
+    let mut out = findings_text(&s.findings);
+    match verdict {
+        Some(v) => out.push_str(&super::check::verdict_table(v)),
+        None => out.push_str("gate: none (the scenario has no [[gate]] checks)\n"),
+    }
+    out
+}
+
+/// Findings as plain lines for a terminal.
+fn findings_text(findings: &[crate::analysis::findings::Finding]) -> String {
+    if findings.is_empty() {
+        return "findings: none crossed its threshold\n".into();
+    }
+    let mut out = format!("findings ({}):\n", findings.len());
+    for f in findings {
+        let tag = crate::scenario::wire_name(&f.severity);
+        out.push_str(&format!("- [{tag}] {}\n  change: {} (gate metric: {})\n", f.what, f.change, f.metric));
+    }
+    out
+}
+
+/// The comparison for a terminal: the whole-run table, then each variant's findings and gate.
+pub(super) fn comparison_text(c: &crate::gate::compare::Comparison) -> String {
+    let mut t = Table::new();
+    let mut header = vec!["metric".to_string()];
+    header.extend(c.runs.iter().map(|r| r.name.clone()));
+    header.push("change".into());
+    t.set_header(header);
+    for r in c.rows.iter().filter(|r| r.phase.is_none()) {
+        let mut row = vec![r.metric.clone()];
+        row.extend(r.shown.iter().cloned());
+        row.push(r.change.clone());
+        t.add_row(row);
+    }
+    let mut out = format!(
+        "\n{} — {} side by side (seed {}, time scale {})\n{t}\n",
+        c.scenario,
+        c.runs.iter().map(|r| r.name.as_str()).collect::<Vec<_>>().join(" vs "),
+        c.seed,
+        c.time_scale
+    );
+    for r in &c.runs {
+        let gate = match r.gate_passed {
+            None => "no gate".to_string(),
+            Some(true) => "gate PASSED".into(),
+            Some(false) => format!("gate FAILED: {}", r.gate_failed.join(", ")),
+        };
+        out.push_str(&format!("\n{} — {gate}\n", r.name));
+        out.push_str(&findings_text(&r.findings));
+    }
+    out
 }
 
 /// Ctrl-C (and SIGTERM) stop the run and still write its folder; a second one (GNU `timeout`
@@ -104,7 +211,7 @@ fn install_interrupt(stopper: Stopper) {
     }
 }
 
-fn print(text: &str) -> Result<(), CliError> {
+pub(super) fn print(text: &str) -> Result<(), CliError> {
     let mut out = std::io::stdout().lock();
     out.write_all(text.as_bytes())
         .and_then(|()| out.flush())

@@ -26,6 +26,7 @@ pub fn generate(format: Format) -> String {
         Format::Faults => render::<FaultsFile>(),
         Format::Gateway => render::<GatewayConfig>(),
         Format::Summary => render::<crate::report::SummaryFile>(),
+        Format::Comparison => render::<crate::gate::compare::Comparison>(),
     }
 }
 

@@ -64,9 +64,9 @@ fn check(path: &std::path::Path, kind: Option<Format>) -> Result<String, Scenari
             let names: Vec<&str> = ups.iter().map(|u| u.name.as_str()).collect();
             Ok(if ups.len() == 1 { format!("profile `{}`", names[0]) } else { format!("pool: {}", names.join(", ")) })
         }
-        Format::Summary => Err(src.invalid(
+        Format::Summary | Format::Comparison => Err(src.invalid(
             "",
-            "summary.json, written by `chaos run`",
+            "an output file written by `chaos run` or `chaos compare`",
             "a file you write (scenario, profile, faults, gateway); check a run with `chaos check RUN_DIR`",
         )),
     }

@@ -26,6 +26,24 @@ pub fn identity(scenario: &Scenario, run_id: &str, started_at: SystemTime, targe
         upstreams: scenario.upstreams.iter().map(|u| u.name.clone()).collect(),
         faults: fault_windows(scenario),
         declared_max_retries: crate::sut::declared_max_retries(scenario.sut.as_ref()),
+        variant: scenario.variant.clone(),
+        declared: declared_limits(scenario),
+    }
+}
+
+/// The limits the SUT's policy and the mock profiles declare.
+fn declared_limits(scenario: &Scenario) -> crate::analysis::in_flight::DeclaredLimits {
+    let policy = crate::sut::declared_policy(scenario.sut.as_ref());
+    let slots: Option<u32> = scenario.upstreams.iter().map(|u| u.profile.capacity.slots).sum();
+    crate::analysis::in_flight::DeclaredLimits {
+        sut_pool: policy.as_ref().map(|p| p.client.pool_size),
+        sut_max_concurrent: policy.as_ref().and_then(|p| p.limit.max_concurrent),
+        sut_sheds: policy.as_ref().and_then(|p| p.limit.max_concurrent.map(|_| p.limit.shed)),
+        sut_attempt_timeout_ms: policy
+            .as_ref()
+            .and_then(|p| p.client.attempt_timeout)
+            .map(|d| d.as_std().as_secs_f64() * 1000.0),
+        provider_slots: slots,
     }
 }
 

@@ -105,7 +105,7 @@ pub(super) async fn start_and_drive(
         return Err(e.into());
     }
     sut::check_target(&target, plan.allow_remote)?;
-    tracing::info!(sut = %running.lock().await.describe(), target = %target, "system under test ready");
+    tracing::info!("system under test ready: {} at {target}", running.lock().await.describe());
 
     let t0_us = plan.clock.now_us() + LEAD.as_micros() as u64;
     let mut faults = scenario.faults.clone();

@@ -4,6 +4,7 @@
 //! [`gate_checks`] and the gate alone. `summary.json` is written once, by the render stage.
 
 use crate::analysis::{self, RunData, Summary};
+use crate::gate::compare::Comparison;
 use crate::gate::{self, GateCheck, Verdict};
 use crate::report::{self, ReportError};
 use crate::run_folder::{FolderError, RunFile, RunFolder};
@@ -55,4 +56,57 @@ pub fn gate_checks(folder: &RunFolder) -> Result<Vec<GateCheck>, FolderError> {
         gate: Vec<GateCheck>,
     }
     Ok(folder.read_json::<Resolved>(RunFile::Resolved)?.map(|r| r.gate).unwrap_or_default())
+}
+
+/// Why runs could not be compared.
+#[derive(Debug, thiserror::Error)]
+pub enum CompareError {
+    /// The runs do not share the scenario, the seed or the time scale (a usage problem).
+    #[error("these runs do not compare: {0}")]
+    NotComparable(String),
+    /// A run folder could not be read.
+    #[error(transparent)]
+    Read(FolderError),
+    /// The comparison could not be written.
+    #[error(transparent)]
+    Report(#[from] ReportError),
+}
+
+/// Compares the saved runs in `runs` (each analysed again, as `chaos report` would, and judged
+/// by its own `[[gate]]`) and writes the comparison into `out`, linking each run relative to
+/// `out` when it is inside it.
+pub fn compare_runs(out: &std::path::Path, runs: &[std::path::PathBuf]) -> Result<Comparison, CompareError> {
+    let mut analysed = Vec::new();
+    for dir in runs {
+        let folder = RunFolder::open(dir);
+        let data = RunData::load(&folder).map_err(CompareError::Read)?;
+        let a = analysis::analyse(&data);
+        let checks = gate_checks(&folder).map_err(CompareError::Read)?;
+        let verdict = (!checks.is_empty()).then(|| gate::evaluate(&a.summary, &checks));
+        analysed.push((link(out, dir), a, verdict));
+    }
+    let summaries: Vec<&Summary> = analysed.iter().map(|(_, a, _)| &a.summary).collect();
+    gate::compare::comparable(&summaries).map_err(CompareError::NotComparable)?;
+    let input: Vec<(String, &Summary, Option<&Verdict>)> =
+        analysed.iter().map(|(d, a, v)| (d.clone(), &a.summary, v.as_ref())).collect();
+    let comparison = gate::compare::compare(&input);
+    let series: Vec<report::compare::RunSeries<'_>> = analysed
+        .iter()
+        .zip(&comparison.runs)
+        .map(|((_, a, _), r)| report::compare::RunSeries { name: &r.name, summary: &a.summary, series: &a.series })
+        .collect();
+    std::fs::create_dir_all(out).map_err(|source| {
+        CompareError::Report(ReportError::Write(FolderError::Io { path: out.to_path_buf(), source }))
+    })?;
+    report::compare::render_comparison(out, &comparison, &series)?;
+    Ok(comparison)
+}
+
+/// How the comparison in `out` links to the run in `dir`: relative when inside `out`.
+fn link(out: &std::path::Path, dir: &std::path::Path) -> String {
+    let (o, d) = (
+        out.canonicalize().unwrap_or_else(|_| out.to_path_buf()),
+        dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf()),
+    );
+    d.strip_prefix(&o).map_or_else(|_| d.display().to_string(), |rel| rel.display().to_string())
 }

@@ -19,6 +19,7 @@ pub mod dry_run;
 pub mod finish;
 mod live;
 mod progress;
+mod variants;
 mod watchdog;
 
 use std::path::{Path, PathBuf};
@@ -39,8 +40,9 @@ use crate::sut::{self, SutError};
 pub use abort::emergency_stop;
 use abort::{LastWords, aborted};
 use drive::{Plan, Started, start_and_drive};
-pub use finish::{Finished, finish, gate_checks, refinish};
+pub use finish::{CompareError, Finished, compare_runs, finish, gate_checks, refinish};
 pub use progress::ProgressMode;
+pub use variants::{VariantsOutcome, run_variants};
 
 /// Why a run could not start or finish.
 #[derive(Debug, thiserror::Error)]
@@ -195,6 +197,11 @@ pub async fn run(scenario: &Scenario, options: &RunOptions, stopper: Stopper) ->
     )?;
     let run_id =
         folder.dir().file_name().map_or_else(|| run_folder_id(started_at), |n| n.to_string_lossy().into_owned());
+    // A variant's folder is named after the variant; its run id says which run it was part of.
+    let run_id = match (&scenario.variant, folder.dir().parent().and_then(Path::file_name)) {
+        (Some(v), Some(parent)) if run_id == *v => format!("{}/{v}", parent.to_string_lossy()),
+        _ => run_id,
+    };
     write_inputs(scenario, &folder)?;
     let _last_words = LastWords::set(
         &folder,
@@ -210,7 +217,7 @@ pub async fn run(scenario: &Scenario, options: &RunOptions, stopper: Stopper) ->
         Err(e) => return Err(aborted(scenario, &folder, &run_id, started_at, e.into())),
     };
     if let Some(admin) = pool.admin_uri() {
-        tracing::info!(control = %admin, "mock control API (chaos fault --mock URL …)");
+        tracing::info!("mock control API at {admin} (chaos fault --mock {admin} …)");
     }
     let plan = Plan {
         scenario,

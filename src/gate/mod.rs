@@ -10,6 +10,8 @@
 //! Layer 4: reads `analysis` summaries and `scenario`'s `[[gate]]` tables; must not depend on
 //! `report`, `experiment` or `cli`, and runs nothing.
 
+pub mod compare;
+
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -72,10 +74,17 @@ fn stage_value(st: &StageSummary, name: &str) -> Option<f64> {
         "throughput.goodput_rps" => Some(st.goodput_rps),
         "outcomes.valid_rate" => (st.requests > 0).then_some(st.valid_rate),
         "outcomes.error_rate" => (st.requests > 0).then_some(st.error_rate),
+        "outcomes.timeout_rate" => outcome_share(st, Outcome::Timeout),
+        "outcomes.shed_rate" => outcome_share(st, Outcome::Shed),
         "retry.amplification" => st.attempts_per_request,
         "requests" => Some(st.requests as f64),
         _ => None,
     }
+}
+
+/// The share of a stage's requests that ended as `outcome`.
+fn outcome_share(st: &StageSummary, outcome: Outcome) -> Option<f64> {
+    (st.requests > 0).then(|| st.outcomes.get(outcome.as_str()).copied().unwrap_or(0) as f64 / st.requests as f64)
 }
 
 /// A per-second figure over the whole run: the stages' figures weighted by their measured
@@ -101,6 +110,8 @@ pub fn value(s: &Summary, name: &str, phase: Option<&str>) -> Option<f64> {
     match name {
         "outcomes.valid_rate" => share(&[Outcome::Ok]),
         "outcomes.error_rate" => share(&[Outcome::Ok, Outcome::Fallback]).map(|ok| 1.0 - ok),
+        "outcomes.timeout_rate" => share(&[Outcome::Timeout]),
+        "outcomes.shed_rate" => share(&[Outcome::Shed]),
         "throughput.offered_rps" => overall_rate(s, |st| st.offered_rps),
         "throughput.completed_rps" => overall_rate(s, |st| st.completed_rps),
         "throughput.goodput_rps" => overall_rate(s, |st| st.goodput_rps),
@@ -116,6 +127,9 @@ pub fn value(s: &Summary, name: &str, phase: Option<&str>) -> Option<f64> {
             .then(|| s.recovery.iter().map(|r| r.seconds.unwrap_or(f64::INFINITY)).fold(0.0, f64::max)),
         "failover.seconds" => (!s.failover.is_empty())
             .then(|| s.failover.iter().map(|f| f.seconds.unwrap_or(f64::INFINITY)).fold(0.0, f64::max)),
+        "in_flight.max" => s.in_flight.as_ref().map(|f| f.max as f64),
+        "in_flight.queued_max" => s.in_flight.as_ref().map(|f| f.queued_max as f64),
+        "in_flight.sut_max" => s.in_flight.as_ref().map(|f| f.sut_max as f64),
         "stampede.max_fanin" => s.stampede.as_ref().map(|st| st.max_fanin as f64),
         "sweep.knee.load" => s.sweep.as_ref().and_then(|w| w.knee.as_ref()).map(|k| k.load),
         "sweep.knee.rps" => s.sweep.as_ref().and_then(|w| w.knee.as_ref()).map(|k| k.rps),
@@ -214,7 +228,11 @@ impl Default for Tolerances {
 /// error more is 0.3 points), counts of misbehaviour are held exactly.
 pub fn default_absolute(name: &str) -> f64 {
     match name {
-        "outcomes.error_rate" | "outcomes.valid_rate" | "retry.immediate_share" => 0.02,
+        "outcomes.error_rate"
+        | "outcomes.valid_rate"
+        | "outcomes.timeout_rate"
+        | "outcomes.shed_rate"
+        | "retry.immediate_share" => 0.02,
         "retry.amplification" | "retry.amplification.max_window" => 0.05,
         _ => 0.0,
     }

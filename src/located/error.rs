@@ -95,9 +95,30 @@ pub enum ScenarioError {
         /// What is accepted.
         expected: String,
     },
+    /// A problem of one `[[variant]]`, located on the file as written.
+    #[error("{}", in_variant(name, error))]
+    InVariant {
+        /// The variant's name.
+        name: String,
+        /// The problem, its location on the variant's override or the base key.
+        error: Box<ScenarioError>,
+    },
     /// Several problems found by validation after parsing.
     #[error("{} problems:\n{}", .0.len(), .0.iter().map(|e| e.to_string()).collect::<Vec<_>>().join("\n"))]
     Multiple(Vec<ScenarioError>),
+}
+
+/// `file:line:col: variant `naive`: the problem`: the location stays first.
+fn in_variant(name: &str, error: &ScenarioError) -> String {
+    let text = error.to_string();
+    match error.location() {
+        Some(at) => {
+            let prefix = format!("{at}: ");
+            let rest = text.strip_prefix(&prefix).unwrap_or(&text);
+            format!("{at}: variant `{name}`: {rest}")
+        }
+        None => format!("variant `{name}`: {text}"),
+    }
 }
 
 fn table_name(table: &str) -> String {
@@ -118,11 +139,44 @@ impl ScenarioError {
     pub fn location(&self) -> Option<&Location> {
         match self {
             Self::Read { .. } | Self::Multiple(_) => None,
+            Self::InVariant { error, .. } => error.location(),
             Self::Syntax { at, .. }
             | Self::UnknownKey { at, .. }
             | Self::UnknownVariant { at, .. }
             | Self::MissingKey { at, .. }
             | Self::InvalidValue { at, .. } => Some(at),
+        }
+    }
+
+    /// The key path this error is about (`sut.policy`, `fault[1].multiplier`); empty for a
+    /// whole-file problem.
+    pub fn key_path(&self) -> String {
+        match self {
+            Self::UnknownKey { table, found, .. } => {
+                if table.is_empty() {
+                    found.clone()
+                } else {
+                    format!("{table}.{found}")
+                }
+            }
+            Self::UnknownVariant { key, .. } | Self::MissingKey { key, .. } | Self::InvalidValue { key, .. } => {
+                key.clone()
+            }
+            Self::InVariant { error, .. } => error.key_path(),
+            Self::Read { .. } | Self::Syntax { .. } | Self::Multiple(_) => String::new(),
+        }
+    }
+
+    /// Points this error at `at` instead (a problem found in derived text, put back on the file).
+    pub fn set_location(&mut self, to: Box<Location>) {
+        match self {
+            Self::Syntax { at, .. }
+            | Self::UnknownKey { at, .. }
+            | Self::UnknownVariant { at, .. }
+            | Self::MissingKey { at, .. }
+            | Self::InvalidValue { at, .. } => *at = to,
+            Self::InVariant { error, .. } => error.set_location(to),
+            Self::Read { .. } | Self::Multiple(_) => {}
         }
     }
 
@@ -143,6 +197,12 @@ impl ScenarioError {
                 }
                 e.render_into(out);
             }
+            return;
+        }
+        if let Self::InVariant { error, .. } = self {
+            let inner = error.render();
+            let first = format!("error: {error}");
+            out.push_str(&inner.replacen(&first, &format!("error: {self}"), 1));
             return;
         }
         let _ = writeln!(out, "error: {self}");

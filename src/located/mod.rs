@@ -25,11 +25,14 @@ pub enum Format {
     Gateway,
     /// A run's `summary.json`.
     Summary,
+    /// A comparison's `comparison.json` (`chaos compare`, a run with variants).
+    Comparison,
 }
 
 impl Format {
     /// Every format, for tests.
-    pub const ALL: [Format; 5] = [Self::Scenario, Self::Profile, Self::Faults, Self::Gateway, Self::Summary];
+    pub const ALL: [Format; 6] =
+        [Self::Scenario, Self::Profile, Self::Faults, Self::Gateway, Self::Summary, Self::Comparison];
 
     /// The committed schema's file name under `schemas/`.
     pub fn file_name(self) -> &'static str {
@@ -39,6 +42,7 @@ impl Format {
             Self::Faults => "faults.schema.json",
             Self::Gateway => "gateway.schema.json",
             Self::Summary => "summary.schema.json",
+            Self::Comparison => "comparison.schema.json",
         }
     }
 }

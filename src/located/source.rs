@@ -82,6 +82,11 @@ impl Source {
         self.location(span)
     }
 
+    /// Whether the key path exists in the file as written.
+    pub fn has(&self, key_path: &str) -> bool {
+        DeTable::parse(&self.text).ok().is_some_and(|root| value_at(&root, key_path).is_some())
+    }
+
     /// An "invalid value" error at a key path.
     pub fn invalid(&self, key: &str, found: impl Into<String>, expected: impl Into<String>) -> ScenarioError {
         ScenarioError::InvalidValue {

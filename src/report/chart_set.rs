@@ -121,14 +121,21 @@ pub fn charts_for(series: &Series, s: &Summary) -> Vec<(String, Chart)> {
         out.push((
             "upstream-concurrency".into(),
             Chart::Lines(LineChart {
-                title: "At the mock upstreams: requests in flight and queued for a slot".into(),
+                title: "In flight: attempts at the mock upstreams (and queued for a slot), client requests at the SUT"
+                    .into(),
                 x_label: "time since load start (s), at each whole second".into(),
                 y_label: "requests".into(),
                 lines: vec![
                     Line { name: "in flight".into(), points: pts(active), color: 0 },
                     Line { name: "queued".into(), points: pts(queued), color: 3 },
+                    Line {
+                        name: "client requests in flight at the SUT".into(),
+                        points: pts(&series.sut_in_flight),
+                        color: 2,
+                    },
                 ],
                 shaded: shade.clone(),
+                reference: s.declared.provider_slots.map(|n| (f64::from(n), format!("provider slots ({n})"))),
                 x_range: span,
                 ..LineChart::default()
             }),
@@ -230,6 +237,7 @@ mod tests {
             amplification: vec![(0.0, 1.0), (5.0, 2.0)],
             in_flight: vec![1, 2],
             queued: vec![0, 1],
+            sut_in_flight: vec![1, 1],
             upstream_attempts: Default::default(),
         };
         let charts = charts_for(&series, &s);

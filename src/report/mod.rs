@@ -8,6 +8,7 @@
 
 mod chart_set;
 pub mod charts;
+pub mod compare;
 pub mod doc;
 mod junit;
 mod sections;
@@ -23,7 +24,7 @@ use crate::run_folder::{FolderError, RunFile, RunFolder};
 pub use chart_set::charts_for;
 pub use junit::junit;
 pub use sections::document;
-pub use text::{headlines, ms, pct, stage_table, verdict_rows};
+pub use text::{finding_lines, headlines, ms, pct, stage_table, verdict_rows};
 
 /// Why a run folder could not be reported.
 #[derive(Debug, thiserror::Error)]

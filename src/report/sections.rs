@@ -11,9 +11,12 @@ use crate::gate::Verdict;
 pub fn document(s: &Summary, verdict: Option<&Verdict>, charts: &[String]) -> Doc {
     let mut d = Doc::default();
     title(&mut d, s, verdict);
+    findings(&mut d, s);
+    d.push(Block::Heading(2, "Headlines".into()));
     d.push(Block::List(headlines(s)));
     what_ran(&mut d, s);
     stages(&mut d, s, charts);
+    in_flight(&mut d, s, charts);
     recovery(&mut d, s);
     retries(&mut d, s, charts);
     stampedes(&mut d, s);
@@ -48,6 +51,78 @@ fn title(d: &mut Doc, s: &Summary, verdict: Option<&Verdict>) {
             verdict_rows(v),
         ));
     }
+}
+
+/// What to change, most severe first, each with its figures and gate metric.
+fn findings(d: &mut Doc, s: &Summary) {
+    d.push(Block::Heading(2, "Findings".into()));
+    if s.findings.is_empty() {
+        d.push(Block::Para(
+            "None: no retry storm, saturation, failed recovery or failover, empty answers, stampede or retry habit crossed its threshold in this run.".into(),
+        ));
+        return;
+    }
+    d.push(Block::List(super::text::finding_lines(&s.findings)));
+}
+
+/// In flight at the provider per stage, against Little's law.
+fn in_flight(d: &mut Doc, s: &Summary, charts: &[String]) {
+    let Some(f) = &s.in_flight else {
+        chart(d, charts, "upstream-concurrency", "requests in flight and queued at the mock upstreams");
+        return;
+    };
+    d.push(Block::Heading(2, "In flight at the provider (Little's law)".into()));
+    let limits = &s.declared;
+    let mut said = vec![format!(
+        "At most {} attempts in flight at the mock upstreams (at {} s), up to {} queued for a slot; at most {} client requests in flight at the system under test.",
+        f.max, f.max_at_s, f.queued_max, f.sut_max
+    )];
+    if let Some(slots) = limits.provider_slots {
+        said.push(format!("The provider has {slots} slots."));
+    }
+    if let Some(pool) = limits.sut_pool {
+        said.push(format!("The SUT's pool holds {pool} connections."));
+    }
+    if let Some(limit) = limits.sut_max_concurrent {
+        said.push(format!("It serves {limit} requests at once before shedding."));
+    }
+    said.push("Little's law: in flight = arrival rate λ × time at the upstream W; λ·W̄ should match the measured mean, and λ × p95 is what a pool needs to hold the stage.".into());
+    d.push(Block::Para(said.join(" ")));
+    d.push(Block::Table(
+        [
+            "stage",
+            "λ attempts/s",
+            "W̄ (mean)",
+            "W p95",
+            "λ·W̄",
+            "measured mean",
+            "max in flight",
+            "max queued",
+            "λ × p95 (pool needed)",
+            "at the SUT: λ·W̄ / measured",
+        ]
+        .iter()
+        .map(|h| (*h).to_string())
+        .collect(),
+        f.stages
+            .iter()
+            .map(|st| {
+                vec![
+                    st.stage.clone(),
+                    format!("{:.1}", st.attempt_rps),
+                    format!("{} ms", ms(st.attempt_mean_ms)),
+                    format!("{} ms", ms(st.attempt_p95_ms)),
+                    format!("{:.1}", st.little_mean),
+                    format!("{:.1}", st.measured_mean),
+                    st.measured_max.to_string(),
+                    st.queued_max.to_string(),
+                    format!("{:.0}", st.little_p95.ceil()),
+                    format!("{:.1} / {:.1}", st.sut_little_mean, st.sut_measured_mean),
+                ]
+            })
+            .collect(),
+    ));
+    chart(d, charts, "upstream-concurrency", "requests in flight and queued at the mock upstreams");
 }
 
 /// The scenario, run, SUT, load and fault windows.
@@ -260,7 +335,7 @@ fn stampedes(d: &mut Doc, s: &Summary) {
     }
 }
 
-/// Failover away from faulted upstreams, and concurrency at the mocks.
+/// Failover away from faulted upstreams.
 fn failover(d: &mut Doc, s: &Summary, charts: &[String]) {
     if !s.failover.is_empty() || charts.iter().any(|c| c == "upstream-share") {
         d.push(Block::Heading(2, "Failover".into()));
@@ -282,7 +357,6 @@ fn failover(d: &mut Doc, s: &Summary, charts: &[String]) {
         }
         chart(d, charts, "upstream-share", "share of attempts per upstream over time");
     }
-    chart(d, charts, "upstream-concurrency", "requests in flight and queued at the mocks");
 }
 
 /// The sweep: knee and safe limit.

@@ -196,6 +196,20 @@ pub fn pct(v: f64) -> String {
     format!("{:.1} %", v * 100.0)
 }
 
+/// Findings as list items: severity, what happened, what to change, the gate metric.
+pub fn finding_lines(findings: &[crate::analysis::findings::Finding]) -> Vec<String> {
+    findings
+        .iter()
+        .map(|f| {
+            let tag = match f.severity {
+                crate::analysis::findings::Severity::Critical => "**critical**",
+                crate::analysis::findings::Severity::Warning => "**warning**",
+            };
+            format!("{tag} {} *Change:* {} Gate metric: `{}`.", f.what, f.change, f.metric)
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -62,6 +62,8 @@ pub const METRICS: &[Metric] = &[
     m("throughput.goodput_rps", "valid answers from an upstream per second", true, Worse::Lower, true),
     m("outcomes.valid_rate", "share of requests answered `ok`", true, Worse::Lower, false),
     m("outcomes.error_rate", "share of requests failed (neither ok nor fallback)", true, Worse::Higher, false),
+    m("outcomes.timeout_rate", "share of requests that hit the client timeout", true, Worse::Higher, false),
+    m("outcomes.shed_rate", "share of requests answered 503 (load shed, at once)", true, Worse::Higher, false),
     m(
         "retry.amplification",
         "upstream attempts per client request (per phase: joined by id)",
@@ -94,6 +96,9 @@ pub const METRICS: &[Metric] = &[
         Worse::Higher,
         true,
     ),
+    m("in_flight.max", "most attempts in flight at the mock upstreams in any second", false, Worse::Higher, true),
+    m("in_flight.queued_max", "most attempts queued at the mock upstreams in any second", false, Worse::Higher, true),
+    m("in_flight.sut_max", "most client requests in flight at the SUT in any second", false, Worse::Higher, true),
     m("stampede.max_fanin", "most upstream fetches for one key after a TTL expiry", false, Worse::Higher, false),
     m("sweep.knee.load", "load at the knee (users or req/s)", false, Worse::Lower, true),
     m("sweep.knee.rps", "throughput at the knee, req/s", false, Worse::Lower, true),

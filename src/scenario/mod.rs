@@ -14,6 +14,7 @@ pub mod schema;
 pub mod sut;
 mod timeline;
 mod upstreams;
+pub mod variant;
 
 use std::path::{Path, PathBuf};
 
@@ -69,6 +70,10 @@ pub struct ScenarioFile {
     /// Checks applied at the end of the run (exit 1 when one fails).
     #[serde(default)]
     pub gate: Vec<gate::GateCheck>,
+    /// Ways to run the scenario (before/after a fix), each a name and overrides of the keys
+    /// above; `chaos run` runs them one after another and compares them.
+    #[serde(default)]
+    pub variant: Vec<variant::VariantSpec>,
 }
 
 /// A faults file (`chaos mock --faults FILE`): only `[[fault]]` tables.
@@ -130,6 +135,23 @@ pub struct Scenario {
     pub text: String,
     /// Gate checks.
     pub gate: Vec<gate::GateCheck>,
+    /// The `[[variant]]` this scenario is (`None`: the file as written).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub variant: Option<String>,
+    /// The file's variants, each merged and validated (empty when it declares none).
+    #[serde(skip)]
+    pub variants: Vec<Variant>,
+}
+
+/// One `[[variant]]` of a scenario: its name, description and the scenario it makes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Variant {
+    /// The variant's name (its run folder's name).
+    pub name: String,
+    /// What it stands for.
+    pub description: Option<String>,
+    /// The scenario with the variant's overrides applied.
+    pub scenario: Box<Scenario>,
 }
 
 impl Scenario {
@@ -181,8 +203,50 @@ impl Scenario {
         Self::from_source(&Source::read(path)?)
     }
 
-    /// Validates a scenario from text.
+    /// Validates a scenario from text, and each of its `[[variant]]`s.
     pub fn from_source(src: &Source) -> Result<Self, ScenarioError> {
+        let mut base = Self::from_source_alone(src);
+        let base_failed = base.is_err();
+        let mut errors = match &mut base {
+            Ok(_) => Vec::new(),
+            Err(e) => vec![std::mem::replace(e, ScenarioError::Multiple(Vec::new()))],
+        };
+        let (merged, problems) = variant::merge_all(src);
+        errors.extend(problems);
+        let mut variants = Vec::new();
+        for m in merged {
+            let i = m.index;
+            let text = Source::new(src.path.clone(), m.text);
+            match Self::from_source_alone(&text) {
+                Ok(mut s) => {
+                    s.text.clone_from(&src.text);
+                    s.variant = Some(m.name.clone());
+                    variants.push(Variant { name: m.name, description: m.description, scenario: Box::new(s) });
+                }
+                Err(e) => errors.extend(variant::relocate(src, i, &m.name, &text, e, base_failed)),
+            }
+        }
+        if let Some(e) = ScenarioError::from_list(errors) {
+            return Err(e);
+        }
+        let mut base = base?;
+        base.variants = variants;
+        Ok(base)
+    }
+
+    /// The variant named `name`, or what the names are.
+    pub fn variant_named(&self, name: &str) -> Result<&Scenario, String> {
+        self.variants.iter().find(|v| v.name == name).map(|v| v.scenario.as_ref()).ok_or_else(|| {
+            if self.variants.is_empty() {
+                format!("{} declares no [[variant]]", self.path.display())
+            } else {
+                let names: Vec<&str> = self.variants.iter().map(|v| v.name.as_str()).collect();
+                format!("no variant `{name}` in {}{}", self.path.display(), did_you_mean(name, names.iter().copied()))
+            }
+        })
+    }
+
+    fn from_source_alone(src: &Source) -> Result<Self, ScenarioError> {
         let file: ScenarioFile = src.parse()?;
         let mut errors = Vec::new();
         if file.name.trim().is_empty() {
@@ -225,6 +289,8 @@ impl Scenario {
             time_scale: 1.0,
             text: src.text.clone(),
             gate: file.gate,
+            variant: None,
+            variants: Vec::new(),
         })
     }
 
@@ -258,6 +324,9 @@ impl Scenario {
         }
         self.limits.abort_sut_not_ready_for = self.limits.abort_sut_not_ready_for.map(|d| d.scaled(factor));
         self.time_scale *= factor;
+        for v in &mut self.variants {
+            *v.scenario = v.scenario.as_ref().clone().scaled(factor);
+        }
         self
     }
 }

@@ -260,6 +260,14 @@ pub fn declared_max_retries(sut: Option<&Sut>) -> Option<u32> {
     })
 }
 
+/// The built-in gateway's policy, when the SUT is the built-in gateway and its policy reads.
+pub fn declared_policy(sut: Option<&Sut>) -> Option<GatewayConfig> {
+    match &sut?.kind {
+        SutKind::Gateway { policy, .. } => policy_config(policy).ok(),
+        _ => None,
+    }
+}
+
 fn policy_config(policy: &str) -> Result<GatewayConfig, SutError> {
     match GatewayConfig::shipped(policy) {
         Some(c) => Ok(c),

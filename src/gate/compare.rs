@@ -1,0 +1,369 @@
+//! Comparing runs side by side: the variants of one `chaos run` (before/after a fix), or saved
+//! runs of one scenario (last quarter against today). Runs compare only when they share the
+//! scenario, the seed and the time scale — the same arrival schedule and fault decisions —
+//! so a difference in the table is the system's, not the test's.
+//!
+//! Each row is a gate metric (so a row that matters can become a `[[gate]]`), read with the
+//! gate's own [`value`]; the change column says which way is better.
+//!
+//! Layer 4: pure functions over summaries and verdicts; must not depend on `report`,
+//! `experiment` or `cli`.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::{Verdict, Worse, metric, value};
+use crate::analysis::Summary;
+use crate::analysis::findings::Finding;
+
+/// One run in a comparison.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ComparedRun {
+    /// Its name in the table: the variant, or the run id.
+    pub name: String,
+    /// Its run folder, as given (relative to the comparison folder for variants).
+    pub dir: String,
+    /// The run id.
+    pub run_id: String,
+    /// When it started (RFC 3339).
+    pub started_at: String,
+    /// `completed` or `aborted`.
+    pub status: String,
+    /// The system under test.
+    pub sut: String,
+    /// The gate verdict, when the scenario has checks: passed?
+    pub gate_passed: Option<bool>,
+    /// Checks that failed, by name.
+    pub gate_failed: Vec<String>,
+    /// Its findings.
+    pub findings: Vec<Finding>,
+}
+
+/// One metric across the runs.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Row {
+    /// The gate metric.
+    pub metric: String,
+    /// The phase, for per-phase metrics.
+    pub phase: Option<String>,
+    /// The value in each run, in run order (`null`: not measured; "never" is shown in `shown`).
+    pub values: Vec<Option<f64>>,
+    /// The values as shown (`never` for a recovery that did not come).
+    pub shown: Vec<String>,
+    /// The last run against the first, in words (`−92 %, better`).
+    pub change: String,
+}
+
+/// `comparison.json`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(title = "Comparison", description = "`comparison.json`: runs of one scenario side by side.")]
+pub struct Comparison {
+    /// The scenario.
+    pub scenario: String,
+    /// The seed all runs used.
+    pub seed: u64,
+    /// The time scale all runs used.
+    pub time_scale: f64,
+    /// The runs, in order (the first is the reference of the change column).
+    pub runs: Vec<ComparedRun>,
+    /// The metrics, whole run first, then per phase.
+    pub rows: Vec<Row>,
+    /// What differs between the runs besides their variant (load levels, stages).
+    pub notes: Vec<String>,
+}
+
+/// Whole-run metrics compared, in order (rows nobody measured are left out).
+const WHOLE_RUN: [&str; 16] = [
+    "requests",
+    "outcomes.error_rate",
+    "outcomes.timeout_rate",
+    "outcomes.shed_rate",
+    "outcomes.valid_rate",
+    "latency.p95_ms",
+    "retry.amplification",
+    "retry.amplification.max_window",
+    "retry.retry_after_violations",
+    "in_flight.sut_max",
+    "in_flight.max",
+    "in_flight.queued_max",
+    "recovery.seconds",
+    "failover.seconds",
+    "stampede.max_fanin",
+    "sweep.knee.load",
+];
+/// Per-phase metrics compared for every phase.
+const PER_PHASE: [&str; 6] = [
+    "outcomes.error_rate",
+    "outcomes.timeout_rate",
+    "outcomes.shed_rate",
+    "latency.p95_ms",
+    "latency.p99_ms",
+    "retry.amplification",
+];
+
+/// Why runs cannot be compared: they do not share the scenario, the seed or the time scale.
+pub fn comparable(runs: &[&Summary]) -> Result<(), String> {
+    let Some(first) = runs.first() else { return Err("no runs to compare".into()) };
+    if runs.len() < 2 {
+        return Err("a comparison needs at least two runs".into());
+    }
+    for r in &runs[1..] {
+        let who = |s: &Summary| format!("{} ({})", s.run_id, s.variant.as_deref().unwrap_or("as written"));
+        if r.scenario != first.scenario {
+            return Err(format!(
+                "{} ran scenario `{}` and {} ran `{}`: different scenarios do not compare",
+                who(first),
+                first.scenario,
+                who(r),
+                r.scenario
+            ));
+        }
+        if r.seed != first.seed {
+            return Err(format!(
+                "{} used seed {} and {} seed {}: different arrival schedules and fault decisions do not compare (run both with the same seed)",
+                who(first),
+                first.seed,
+                who(r),
+                r.seed
+            ));
+        }
+        if (r.time_scale - first.time_scale).abs() > 1e-9 {
+            return Err(format!(
+                "{} ran at --time-scale {} and {} at {}: a compressed timeline changes what a fault does, so these do not compare",
+                who(first),
+                first.time_scale,
+                who(r),
+                r.time_scale
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Compares `runs` (each: its folder as given, its summary, its verdict). Call
+/// [`comparable`] first.
+pub fn compare(runs: &[(String, &Summary, Option<&Verdict>)]) -> Comparison {
+    let summaries: Vec<&Summary> = runs.iter().map(|(_, s, _)| *s).collect();
+    let names = names(&summaries);
+    let mut rows = Vec::new();
+    for m in WHOLE_RUN {
+        push_row(&mut rows, &summaries, m, None);
+    }
+    let phases: Vec<String> = {
+        let mut p: Vec<String> = Vec::new();
+        for s in &summaries {
+            for st in s.stages.iter().filter(|st| st.kind == "phase") {
+                if !p.contains(&st.name) {
+                    p.push(st.name.clone());
+                }
+            }
+        }
+        p
+    };
+    for phase in &phases {
+        for m in PER_PHASE {
+            push_row(&mut rows, &summaries, m, Some(phase));
+        }
+    }
+    let first = summaries[0];
+    Comparison {
+        scenario: first.scenario.clone(),
+        seed: first.seed,
+        time_scale: first.time_scale,
+        runs: runs
+            .iter()
+            .zip(names)
+            .map(|((dir, s, v), name)| ComparedRun {
+                name,
+                dir: dir.clone(),
+                run_id: s.run_id.clone(),
+                started_at: s.started_at.clone(),
+                status: crate::scenario::wire_name(&s.status),
+                sut: s.sut.clone(),
+                gate_passed: v.map(|v| v.passed),
+                gate_failed: v
+                    .map_or_else(Vec::new, |v| v.checks.iter().filter(|c| !c.passed).map(|c| c.name.clone()).collect()),
+                findings: s.findings.clone(),
+            })
+            .collect(),
+        rows,
+        notes: notes(&summaries),
+    }
+}
+
+/// Each run's name: its variant, else its run id; a variant that appears twice (two quarters
+/// of the same variant) gets its run id too.
+fn names(runs: &[&Summary]) -> Vec<String> {
+    let base: Vec<String> = runs.iter().map(|s| s.variant.clone().unwrap_or_else(|| s.run_id.clone())).collect();
+    base.iter()
+        .zip(runs)
+        .map(|(n, s)| {
+            if base.iter().filter(|b| *b == n).count() > 1 && *n != s.run_id {
+                let id = s.run_id.strip_suffix(&format!("/{n}")).unwrap_or(&s.run_id);
+                format!("{n} {id}")
+            } else {
+                n.clone()
+            }
+        })
+        .collect()
+}
+
+fn push_row(rows: &mut Vec<Row>, runs: &[&Summary], name: &str, phase: Option<&str>) {
+    let values: Vec<Option<f64>> = runs.iter().map(|s| value(s, name, phase)).collect();
+    if values.iter().all(Option::is_none) {
+        return;
+    }
+    let shown = values.iter().map(|v| v.map_or("—".into(), |v| show(name, v))).collect();
+    let change = change(name, values[0], values[values.len() - 1]);
+    rows.push(Row {
+        metric: name.into(),
+        phase: phase.map(str::to_string),
+        values: values.iter().map(|v| v.filter(|v| v.is_finite())).collect(),
+        shown,
+        change,
+    });
+}
+
+/// A value as the table shows it: rates as percentages, ms and counts whole, ratios to 2 places.
+pub fn show(metric: &str, v: f64) -> String {
+    if v.is_infinite() {
+        return "never".into();
+    }
+    if metric.ends_with("_rate") || metric.ends_with("_share") {
+        let p = v * 100.0;
+        return if p != 0.0 && p.abs() < 1.0 { format!("{p:.1} %") } else { format!("{p:.0} %") };
+    }
+    if metric.ends_with("_ms") {
+        return format!("{v:.0} ms");
+    }
+    if metric.ends_with(".seconds") {
+        return format!("{v:.0} s");
+    }
+    if v.fract() == 0.0 { format!("{v:.0}") } else { format!("{v:.2}") }
+}
+
+/// The last value against the first, and whether that is better or worse.
+fn change(name: &str, first: Option<f64>, last: Option<f64>) -> String {
+    let (Some(a), Some(b)) = (first, last) else { return "—".into() };
+    let rate = name.ends_with("_rate") || name.ends_with("_share");
+    // Differences below what the table shows are no change.
+    if a == b || (rate && ((b - a) * 100.0).abs() < 0.05) || (!rate && a != 0.0 && (b / a - 1.0).abs() < 0.005) {
+        return "same".into();
+    }
+    let worse = metric(name).map_or(Worse::Higher, |m| m.worse);
+    let better = match worse {
+        Worse::Higher => b < a,
+        Worse::Lower => b > a,
+    };
+    let verdict = if better { "better" } else { "worse" };
+    if a.is_infinite() || b.is_infinite() {
+        return format!("{} → {}, {verdict}", show(name, a), show(name, b));
+    }
+    if rate {
+        let points = (b - a) * 100.0;
+        return if points.abs() < 1.0 {
+            format!("{points:+.1} points, {verdict}")
+        } else {
+            format!("{points:+.0} points, {verdict}")
+        };
+    }
+    if a == 0.0 {
+        return format!("from 0, {verdict}");
+    }
+    if b == 0.0 {
+        return format!("to 0, {verdict}");
+    }
+    let ratio = b / a;
+    if !(0.5..=2.0).contains(&ratio) {
+        format!("×{ratio:.2}, {verdict}")
+    } else {
+        format!("{:+.0} %, {verdict}", (ratio - 1.0) * 100.0)
+    }
+}
+
+/// What differs between the runs besides the system: stages and load levels.
+fn notes(runs: &[&Summary]) -> Vec<String> {
+    let plan = |s: &Summary| -> Vec<String> {
+        s.stages
+            .iter()
+            .map(|st| format!("{} {:.0}–{:.0} s {:?}", st.name, st.start_s, st.start_s + st.duration_s, st.level))
+            .collect()
+    };
+    let first = plan(runs[0]);
+    runs.iter()
+        .skip(1)
+        .filter(|s| plan(s) != first)
+        .map(|s| {
+            format!(
+                "{} has different stages or load levels than {}: its arrivals differ, so compare its rows with care",
+                s.variant.as_deref().unwrap_or(&s.run_id),
+                runs[0].variant.as_deref().unwrap_or(&runs[0].run_id)
+            )
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::summary::RunIdentity;
+
+    fn run(variant: &str, seed: u64, scale: f64, requests: u64, failed: u64) -> Summary {
+        let mut s = Summary::empty(RunIdentity {
+            scenario: "s".into(),
+            scenario_file: "s.toml".into(),
+            run_id: format!("run-{variant}"),
+            seed,
+            started_at: String::new(),
+            time_scale: scale,
+            target: String::new(),
+            sut: String::new(),
+            client_timeout_ms: None,
+            upstreams: Vec::new(),
+            faults: Vec::new(),
+            declared_max_retries: None,
+            variant: Some(variant.into()),
+            declared: Default::default(),
+        });
+        s.totals.requests = requests;
+        s.totals.outcomes.insert("ok".into(), requests - failed);
+        s.totals.outcomes.insert("timeout".into(), failed);
+        s
+    }
+
+    #[test]
+    fn runs_of_another_scenario_seed_or_time_scale_do_not_compare() {
+        let a = run("naive", 1, 1.0, 100, 10);
+        assert!(comparable(&[&a, &run("hardened", 1, 1.0, 100, 1)]).is_ok());
+        let e = comparable(&[&a, &run("hardened", 2, 1.0, 100, 1)]).unwrap_err();
+        assert!(e.contains("seed 1") && e.contains("seed 2"), "{e}");
+        let e = comparable(&[&a, &run("hardened", 1, 0.25, 100, 1)]).unwrap_err();
+        assert!(e.contains("--time-scale 1") && e.contains("0.25"), "{e}");
+        let mut other = run("hardened", 1, 1.0, 100, 1);
+        other.scenario = "t".into();
+        assert!(comparable(&[&a, &other]).unwrap_err().contains("different scenarios"));
+        assert!(comparable(&[&a]).unwrap_err().contains("at least two"));
+    }
+
+    #[test]
+    fn the_change_column_says_which_way_is_better() {
+        let (a, b) = (run("naive", 1, 1.0, 200, 50), run("hardened", 1, 1.0, 200, 2));
+        let c = compare(&[("naive".into(), &a, None), ("hardened".into(), &b, None)]);
+        assert_eq!(c.runs.iter().map(|r| r.name.as_str()).collect::<Vec<_>>(), ["naive", "hardened"]);
+        let err = c.rows.iter().find(|r| r.metric == "outcomes.error_rate" && r.phase.is_none()).unwrap();
+        assert_eq!(err.shown, ["25 %", "1 %"]);
+        assert_eq!(err.change, "-24 points, better");
+        let req = c.rows.iter().find(|r| r.metric == "requests").unwrap();
+        assert_eq!(req.change, "same");
+        assert!(c.rows.iter().all(|r| r.metric != "stampede.max_fanin"), "rows nobody measured are left out");
+        assert_eq!(change("latency.p95_ms", Some(1000.0), Some(9000.0)), "×9.00, worse");
+        assert_eq!(change("recovery.seconds", Some(f64::INFINITY), Some(3.0)), "never → 3 s, better");
+        assert_eq!(change("retry.amplification", Some(1.0), Some(1.2)), "+20 %, worse");
+    }
+
+    #[test]
+    fn two_runs_of_one_variant_are_told_apart_by_run_id() {
+        let (a, b) = (run("hardened", 1, 1.0, 1, 0), run("hardened", 1, 1.0, 1, 0));
+        assert_eq!(names(&[&a, &b]), ["hardened run-hardened", "hardened run-hardened"]);
+    }
+}
