@@ -2,10 +2,11 @@
 # Regenerates reports/examples/: the report of a real run of a shipped scenario, so readers see
 # what `chaos run` produces before running anything. Never edit those files by hand.
 #
-#   reports/examples/slow-upstream/  scenarios/slow-upstream.toml at --time-scale 0.25 (~75 s)
+#   reports/examples/slow-upstream/  scenarios/slow-upstream.toml at --time-scale 0.25 (~100 s):
+#                                    the comparison, and naive/ and hardened/ run folders
 #
-# The whole run folder is kept (about 1 MB), so `chaos report reports/examples/slow-upstream`
-# reproduces it. Loopback only.
+# The whole folders are kept (about 1 MB each), so `chaos report reports/examples/slow-upstream`
+# reproduces them. Loopback only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

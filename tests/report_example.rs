@@ -1,5 +1,6 @@
-//! The committed example run folder is what today's code renders: `chaos report` on a copy of
-//! `reports/examples/slow-upstream` rewrites `summary.json`, `report.md` and `report.html`
+//! The committed example is what today's code renders: `chaos report` on a copy of
+//! `reports/examples/slow-upstream` (the game day's two variants and their comparison)
+//! rewrites each variant's `summary.json`, `report.md` and `report.html` and the comparison
 //! byte for byte. A change to the analysis or the report therefore shows up here and is
 //! committed with a regenerated example (`chaos report reports/examples/slow-upstream`).
 
@@ -23,25 +24,37 @@ fn the_committed_example_is_what_the_report_pipeline_writes() {
     let committed = Path::new("reports/examples/slow-upstream");
     let dir = tempfile::tempdir().unwrap();
     copy_dir(committed, dir.path());
-    let folder = chaos::run_folder::RunFolder::open(dir.path());
-    chaos::experiment::refinish(&folder).unwrap();
-    for f in ["summary.json", "report.md", "report.html"] {
-        let want = std::fs::read_to_string(committed.join(f)).unwrap();
-        let got = std::fs::read_to_string(dir.path().join(f)).unwrap();
-        assert!(
-            want == got,
-            "{f} differs from the committed example: regenerate it with `cargo run -- report {}` \
-             (or, when what a run measures changed, with ci/example-report.sh)",
-            committed.display()
-        );
+    let mut runs = Vec::new();
+    for variant in ["naive", "hardened"] {
+        let folder = chaos::run_folder::RunFolder::open(dir.path().join(variant));
+        chaos::experiment::refinish(&folder).unwrap();
+        runs.push(dir.path().join(variant));
+        for f in ["summary.json", "report.md", "report.html"] {
+            same(&committed.join(variant).join(f), &dir.path().join(variant).join(f));
+        }
     }
+    // The comparison the run wrote into the parent folder.
+    chaos::experiment::compare_runs(dir.path(), &runs).unwrap();
+    for f in ["comparison.json", "report.md", "report.html"] {
+        same(&committed.join(f), &dir.path().join(f));
+    }
+}
+
+fn same(want: &Path, got: &Path) {
+    let (w, g) = (std::fs::read_to_string(want).unwrap(), std::fs::read_to_string(got).unwrap());
+    assert!(
+        w == g,
+        "{} differs from the committed example: regenerate it with `cargo run -- report reports/examples/slow-upstream` \
+         (or, when what a run measures changed, with ci/example-report.sh)",
+        want.display()
+    );
 }
 
 /// A damaged copy is refused with what is damaged, and left as it is: a cut log or missing
 /// samples would mix the saved totals with numbers recomputed from incomplete records.
 #[test]
 fn a_damaged_folder_is_refused_and_left_alone() {
-    let committed = Path::new("reports/examples/slow-upstream");
+    let committed = Path::new("reports/examples/slow-upstream/naive");
     for damage in ["cut samples", "cut attempts", "no samples"] {
         let dir = tempfile::tempdir().unwrap();
         copy_dir(committed, dir.path());

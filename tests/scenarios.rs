@@ -2,7 +2,7 @@
 //! `--time-scale` to about six seconds of load, with the client timeout capped at 5 s so the
 //! last requests do not hold the run open. Gates are evaluated but not asserted here (the
 //! naive/hardened verdicts are tested on `ci/gate.toml`); the run must complete and produce
-//! its summary and reports.
+//! its summary and reports. A scenario with `[[variant]]`s runs each variant.
 
 use std::path::Path;
 
@@ -11,7 +11,19 @@ use chaos::experiment::{self, RunOptions, Stopper};
 use chaos::scenario::{Duration, Scenario};
 
 async fn shortened(path: &Path) {
-    let full = Scenario::load(path).unwrap_or_else(|e| panic!("{}: {}", path.display(), e.render()));
+    let file = Scenario::load(path).unwrap_or_else(|e| panic!("{}: {}", path.display(), e.render()));
+    let each: Vec<Scenario> = if file.variants.is_empty() {
+        vec![file]
+    } else {
+        file.variants.iter().map(|v| v.scenario.as_ref().clone()).collect()
+    };
+    for s in each {
+        shortened_one(path, s).await;
+    }
+}
+
+async fn shortened_one(path: &Path, full: Scenario) {
+    let path = &path.join(full.variant.as_deref().unwrap_or(""));
     let length = full.load.as_ref().expect("a shipped scenario has load").length().as_std().as_secs_f64();
     let mut s = full.scaled(6.0 / length);
     if let Some(load) = &mut s.load {
