@@ -20,10 +20,30 @@ pub fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
     socket.listen(LISTEN_BACKLOG)
 }
 
-/// Whether `host` (a name or an address) is this machine.
+/// Whether `host` (a name or an address) is this machine. An IPv4 host is read the way URL
+/// parsers (and so the HTTP clients that connect to it) read it: `127.1`, `0x7f.1` and
+/// `2130706433` are all 127.0.0.1.
 pub fn is_loopback_host(host: &str) -> bool {
     let host = host.trim_start_matches('[').trim_end_matches(']');
-    host.eq_ignore_ascii_case("localhost") || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
+    if host.eq_ignore_ascii_case("localhost") {
+        return true;
+    }
+    if host.contains(':') {
+        return host.parse::<std::net::Ipv6Addr>().is_ok_and(|ip| ip.is_loopback());
+    }
+    matches!(url::Host::parse(host), Ok(url::Host::Ipv4(ip)) if ip.is_loopback())
+}
+
+/// The host of an `http://` URL (placeholders such as `{sut.port}` are fine: only the part
+/// before the port is read).
+pub fn url_host(url: &str) -> &str {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let authority = rest.split('/').next().unwrap_or_default();
+    let authority = authority.rsplit_once('@').map_or(authority, |(_, a)| a);
+    match authority.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or_default(),
+        None => authority.rsplit_once(':').map_or(authority, |(h, _)| h),
+    }
 }
 
 #[cfg(test)]
@@ -31,11 +51,19 @@ mod tests {
     use super::*;
 
     #[test]
+    fn hosts_of_urls() {
+        assert_eq!(url_host("http://127.0.0.1:{sut.port}/v1"), "127.0.0.1");
+        assert_eq!(url_host("http://[::1]:8080"), "::1");
+        assert_eq!(url_host("http://user@example.com:80/x"), "example.com");
+        assert_eq!(url_host("http://127.1"), "127.1");
+    }
+
+    #[test]
     fn loopback_hosts() {
-        for h in ["127.0.0.1", "127.9.8.7", "::1", "[::1]", "localhost"] {
+        for h in ["127.0.0.1", "127.9.8.7", "::1", "[::1]", "localhost", "127.1", "0x7f.1", "2130706433", "127.0.1"] {
             assert!(is_loopback_host(h), "{h}");
         }
-        for h in ["10.0.0.1", "example.com", "0.0.0.0"] {
+        for h in ["10.0.0.1", "example.com", "0.0.0.0", "128.1", "10.1", "::ffff:10.0.0.1", "127.example.com"] {
             assert!(!is_loopback_host(h), "{h}");
         }
     }

@@ -7,7 +7,7 @@
 //! (the summary, the resolved scenario) are read and written through generic `serde` methods,
 //! so this module never depends on `analysis`, `gate` or `scenario`.
 
-use std::io::{BufRead, Write};
+use std::io::{BufRead, Seek, Write};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
@@ -278,7 +278,7 @@ impl RunFolder {
 
     /// An appender for an NDJSON log of the folder (`samples`, `windows`), truncating it.
     pub fn appender(&self, file: RunFile) -> std::io::Result<NdjsonAppender> {
-        Ok(NdjsonAppender { file: std::fs::File::create(self.path(file))?, buf: Vec::with_capacity(APPEND_BATCH) })
+        NdjsonAppender::create(&self.path(file))
     }
 }
 
@@ -287,27 +287,101 @@ const APPEND_BATCH: usize = 64 * 1024;
 
 /// Appends records to an NDJSON file in batches of whole lines. Written by hand rather than
 /// with `BufWriter`, which writes whenever its buffer is full and so can leave half a line on
-/// disk when the process is killed; here every write ends at a line's end.
+/// disk when the process is killed; here every write ends at a line's end. A write that fails
+/// part-way (a full disk) is cut back to the last whole line, and the appender refuses every
+/// later record with the first error, naming the file: what is on disk stays whole lines.
 #[derive(Debug)]
 pub struct NdjsonAppender {
     file: std::fs::File,
+    path: PathBuf,
     buf: Vec<u8>,
+    /// Bytes of whole lines on disk.
+    written: u64,
+    /// The first write error, repeated for every later write.
+    failed: Option<(std::io::ErrorKind, String)>,
+    /// Tests: fail like a full disk once the file would pass this many bytes.
+    #[cfg(test)]
+    pub(crate) limit: Option<u64>,
 }
 
 impl NdjsonAppender {
+    /// A new (truncated) NDJSON file at `path`.
+    pub fn create(path: &Path) -> std::io::Result<Self> {
+        let file = std::fs::File::create(path).map_err(|e| named(path, &e))?;
+        Ok(Self {
+            file,
+            path: path.to_path_buf(),
+            buf: Vec::with_capacity(APPEND_BATCH),
+            written: 0,
+            failed: None,
+            #[cfg(test)]
+            limit: None,
+        })
+    }
+
+    /// The file written.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
     /// Appends one record as a line.
     pub fn append(&mut self, record: &impl Serialize) -> std::io::Result<()> {
+        self.check()?;
         serde_json::to_writer(&mut self.buf, record).map_err(std::io::Error::other)?;
         self.buf.push(b'\n');
         if self.buf.len() >= APPEND_BATCH { self.flush() } else { Ok(()) }
     }
 
-    /// Writes the gathered lines to the file.
+    /// Writes the gathered lines to the file. On failure the file is cut back to its last
+    /// whole line and the lines not written are dropped.
     pub fn flush(&mut self) -> std::io::Result<()> {
-        let result = self.file.write_all(&self.buf);
-        self.buf.clear();
-        result
+        self.check()?;
+        if self.buf.is_empty() {
+            return Ok(());
+        }
+        let result = self.write_buf();
+        match result {
+            Ok(()) => {
+                self.written += self.buf.len() as u64;
+                self.buf.clear();
+                Ok(())
+            }
+            Err(e) => {
+                self.buf.clear();
+                // Cut back to whole lines (frees the part-line's bytes too); a file that cannot
+                // be cut (a device) keeps what it has.
+                let _ = self.file.set_len(self.written);
+                let _ = self.file.seek(std::io::SeekFrom::Start(self.written));
+                let e = named(&self.path, &e);
+                self.failed = Some((e.kind(), e.to_string()));
+                Err(e)
+            }
+        }
     }
+
+    fn write_buf(&mut self) -> std::io::Result<()> {
+        #[cfg(test)]
+        if let Some(limit) = self.limit {
+            let room = limit.saturating_sub(self.written) as usize;
+            if self.buf.len() > room {
+                self.file.write_all(&self.buf[..room])?;
+                return Err(std::io::Error::from(std::io::ErrorKind::StorageFull));
+            }
+        }
+        self.file.write_all(&self.buf)
+    }
+
+    fn check(&self) -> std::io::Result<()> {
+        match &self.failed {
+            Some((kind, message)) => Err(std::io::Error::new(*kind, message.clone())),
+            None => Ok(()),
+        }
+    }
+}
+
+/// An I/O error that names the file it happened to.
+fn named(path: &Path, e: &std::io::Error) -> std::io::Error {
+    std::io::Error::new(e.kind(), format!("{}: {e}", path.display()))
 }
 
 impl Drop for NdjsonAppender {
@@ -319,12 +393,18 @@ impl Drop for NdjsonAppender {
 /// Writes `bytes` to `path` atomically.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let tmp = path.with_extension(format!("{}.tmp", path.extension().and_then(|e| e.to_str()).unwrap_or("part")));
-    {
-        let mut f = std::fs::File::create(&tmp)?;
+    let written = std::fs::File::create(&tmp).and_then(|mut f| {
         f.write_all(bytes)?;
-        f.sync_all()?;
+        f.sync_all()
+    });
+    match written.and_then(|()| std::fs::rename(&tmp, path)) {
+        Ok(()) => Ok(()),
+        Err(e) => {
+            // No half-written temp file is left behind (it would hold the space a retry needs).
+            let _ = std::fs::remove_file(&tmp);
+            Err(e)
+        }
     }
-    std::fs::rename(&tmp, path)
 }
 
 /// Reads an NDJSON file; absent is empty. A last line cut short (the run was killed while

@@ -284,3 +284,57 @@ fn a_broken_stderr_keeps_the_exit_code() {
     let status = std::process::Command::new("bash").args(["-c", &script]).status().unwrap();
     assert_eq!(status.code(), Some(2));
 }
+
+/// `chaos validate` refuses the non-loopback SUT URL that `chaos run` would refuse (naming the
+/// key and the way out), accepts it when `allow_remote` names it, and reads `127.1` as the
+/// loopback address it is.
+#[test]
+fn validate_refuses_a_remote_sut_url_as_run_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = |name: &str, url: &str, allow: &str| {
+        let p = dir.path().join(name);
+        let text = format!(
+            "name = \"x\"\n{allow}\n[[upstream]]\nname = \"p\"\n[sut]\nurl = \"{url}\"\n[load]\n[[load.phase]]\nname = \"a\"\nduration = \"1s\"\nusers = 1\n"
+        );
+        std::fs::write(&p, text).unwrap();
+        p
+    };
+    let remote = file("remote.toml", "http://192.0.2.10:8080", "");
+    let out = chaos().arg("validate").arg(&remote).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("remote.toml:6:7: `sut.url`") && err.contains("allow_remote"), "{err}");
+    let allowed = file("allowed.toml", "http://192.0.2.10:8080", "allow_remote = [\"192.0.2.10\"]");
+    assert!(chaos().arg("validate").arg(&allowed).output().unwrap().status.success());
+    let short = file("short.toml", "http://127.1:{sut.port}", "");
+    let out = chaos().arg("validate").arg(&short).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// A control API asked to listen off loopback without a token is "not allowed": exit 2.
+#[test]
+fn an_exposed_control_api_without_a_token_is_a_usage_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let profile = dir.path().join("p.toml");
+    std::fs::write(&profile, "name = \"p\"\n").unwrap();
+    let out = chaos().arg("mock").arg("--profile").arg(&profile).args(["--admin", "0.0.0.0:0"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("without a token"));
+}
+
+/// A busy `--admin` port is named as the control API's, not as an upstream's.
+#[test]
+fn a_busy_admin_port_is_named_as_the_control_apis() {
+    let dir = tempfile::tempdir().unwrap();
+    let profile = dir.path().join("p.toml");
+    std::fs::write(&profile, "name = \"p\"\n").unwrap();
+    let busy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = busy.local_addr().unwrap().to_string();
+    let out = chaos().arg("mock").arg("--profile").arg(&profile).args(["--admin", &addr]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(
+        err.contains(&format!("the control API cannot listen on {addr}")) && !err.contains("upstream `admin`"),
+        "{err}"
+    );
+}

@@ -200,3 +200,28 @@ async fn extreme_values_are_refused_with_their_key() {
     }
     assert_eq!(chat_status(&pool).await, 200);
 }
+
+/// A wrong type names its key with what was found and expected, in the documented `problems`
+/// list; an oversized body is 413, not 400.
+#[tokio::test]
+async fn type_errors_name_their_key_and_a_huge_body_is_413() {
+    let pool = pool(None).await;
+    for (fault, key, found) in [
+        (json!({"kind": "latency", "multiplier": "fast"}), "multiplier", "fast"),
+        (json!({"kind": "status", "code": 429, "probability": "half"}), "probability", "half"),
+        (json!({"kind": "status", "code": 429, "probabilty": 0.5}), "probabilty", "probabilty"),
+    ] {
+        let (status, body) = call(&pool, reqwest::Method::POST, "/_chaos/faults", Some(fault.clone()), None).await;
+        assert_eq!(status, 400, "{fault}: {body}");
+        let p = &body["error"]["problems"][0];
+        assert_eq!(p["key"], key, "{body}");
+        assert!(p["found"].as_str().unwrap().contains(found), "{body}");
+        assert!(!p["expected"].as_str().unwrap().is_empty(), "{body}");
+        assert!(!body["error"]["message"].as_str().unwrap().contains("`.`"), "{body}");
+    }
+    let huge = vec![json!({"kind": "latency", "multiplier": 2.0, "name": "x".repeat(100)}); 40_000];
+    let (status, body) = call(&pool, reqwest::Method::POST, "/_chaos/faults", Some(Value::Array(huge)), None).await;
+    assert_eq!(status, 413, "{body}");
+    assert!(body["error"]["message"].as_str().unwrap().contains("larger than"), "{body}");
+    assert_eq!(chat_status(&pool).await, 200);
+}

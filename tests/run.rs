@@ -186,6 +186,7 @@ users = 2
     assert_eq!(s.status, RunStatus::Completed);
     assert!(s.stages[0].requests > 10 && s.stages[0].outcomes["ok"] == s.stages[0].requests, "{:?}", s.stages[0]);
     assert!(s.sut.starts_with("command"), "{}", s.sut);
+    assert!(!s.sut.contains("{sut.port}") && s.sut.contains("--listen 127.0.0.1:"), "placeholders resolved: {}", s.sut);
     assert!(dir.path().join("sut.stderr.log").exists());
 
     let never = format!(

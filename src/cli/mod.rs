@@ -155,6 +155,9 @@ impl CliError {
                 crate::experiment::CompareError::NotComparable(_) | crate::experiment::CompareError::Read(_),
             ) => Exit::Usage,
             Self::Compare(_) => Exit::Harness,
+            // Off loopback without a token is not allowed: a usage error, like a remote target.
+            Self::Mock(crate::mock::MockError::AdminExposed(_))
+            | Self::Run(crate::experiment::RunError::Mock(crate::mock::MockError::AdminExposed(_))) => Exit::Usage,
             Self::Mock(_) | Self::Gateway(_) | Self::Io { .. } | Self::Control { .. } => Exit::Harness,
             Self::Report(crate::report::ReportError::Read(_) | crate::report::ReportError::Damaged { .. }) => {
                 Exit::Usage

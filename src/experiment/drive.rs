@@ -25,9 +25,9 @@ pub(super) struct Started {
 }
 
 impl Started {
-    /// Stops the SUT, then the mocks; returns the SUT's description. Every task that shared
-    /// them has ended by now.
-    pub(super) async fn stop(self) -> Result<String, RunError> {
+    /// Stops the SUT, then the mocks; returns the SUT's description and whether the mocks
+    /// stopped cleanly (their logs written). Every task that shared them has ended by now.
+    pub(super) async fn stop(self) -> (String, Result<(), RunError>) {
         let mut description = String::new();
         if let Some(sut) = self.sut {
             match Arc::try_unwrap(sut) {
@@ -39,9 +39,11 @@ impl Started {
                 Err(_) => tracing::warn!("the system under test is still shared; it stops when the harness exits"),
             }
         }
-        let pool = Arc::try_unwrap(self.pool).map_err(|_| RunError::Faults("mock pool still in use".into()))?;
-        pool.shutdown().await?;
-        Ok(description)
+        let stopped = match Arc::try_unwrap(self.pool) {
+            Ok(pool) => pool.shutdown().await.map_err(RunError::from),
+            Err(_) => Err(RunError::Faults("mock pool still in use".into())),
+        };
+        (description, stopped)
     }
 }
 
@@ -140,8 +142,15 @@ async fn drive(
         stopper.clone(),
         live.clone(),
     ));
-    let watchdog =
-        tokio::spawn(watchdog::watchdog(running, scenario.clone(), ready_path, clock, t0_us, stopper.clone()));
+    let watchdog = tokio::spawn(watchdog::watchdog(
+        running,
+        scenario.clone(),
+        ready_path,
+        clock,
+        t0_us,
+        stopper.clone(),
+        started.pool.clone(),
+    ));
     let view = progress::spawn(
         plan.options.progress,
         plan.load,

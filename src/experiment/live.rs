@@ -61,9 +61,14 @@ pub async fn consume(
 ) -> (Vec<StageRecord>, Vec<WindowSummary>) {
     let mut tick = tokio::time::interval(Duration::from_millis(250));
     let mut recent: VecDeque<WindowSummary> = VecDeque::new();
+    // A write that fails (a full disk) stops the run, naming the file; the appender keeps
+    // whole lines and refuses the rest.
+    let failed = |e: std::io::Error| stopper.stop(format!("cannot write the run folder: {e}"));
     let mut on_windows = |windows: Vec<WindowSummary>, out: &mut Outputs| {
         for w in windows {
-            let _ = out.windows.append(&w);
+            if let Err(e) = out.windows.append(&w) {
+                failed(e);
+            }
             let failed = w.failed();
             {
                 let mut l = live.lock().unwrap_or_else(|e| e.into_inner());
@@ -90,7 +95,9 @@ pub async fn consume(
                 }
             }
         }
-        let _ = out.windows.flush();
+        if let Err(e) = out.windows.flush() {
+            failed(e);
+        }
     };
     loop {
         tokio::select! {
@@ -100,7 +107,9 @@ pub async fn consume(
                     if !out.token_gaps {
                         s.itl_us = Vec::new();
                     }
-                    let _ = out.samples.append(&s);
+                    if let Err(e) = out.samples.append(&s) {
+                        failed(e);
+                    }
                 }
                 None => break,
             },
@@ -108,7 +117,9 @@ pub async fn consume(
                 let closed = recorder.close_until(clock.now_us());
                 on_windows(closed, &mut out);
                 // Whole lines on disk every tick: an exit that cannot wait loses at most this.
-                let _ = out.samples.flush();
+                if let Err(e) = out.samples.flush() {
+                    failed(e);
+                }
             }
         }
     }

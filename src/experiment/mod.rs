@@ -28,7 +28,7 @@ use std::time::{Duration, SystemTime};
 
 use tokio::sync::watch;
 
-use crate::analysis::Summary;
+use crate::analysis::{RunStatus, Summary};
 use crate::clock::Clock;
 use crate::gate::Verdict;
 use crate::load::LoadError;
@@ -232,11 +232,16 @@ pub async fn run(scenario: &Scenario, options: &RunOptions, stopper: Stopper) ->
     };
     let mut started = Started { pool: Arc::new(pool), sut: None };
     let driven = start_and_drive(&plan, &mut started, &exclusive).await;
-    let sut_description = started.stop().await;
+    let (sut_description, stopped) = started.stop().await;
     let driven = driven.map_err(|e| aborted(scenario, &folder, &run_id, started_at, e))?;
-    let sut_description = sut_description.map_err(|e| aborted(scenario, &folder, &run_id, started_at, e))?;
 
+    // The first reason to stop wins; a mock that could not finish its logs (a full disk) still
+    // leaves the measured summary, marked aborted: its log holds whole lines up to the failure.
     let mut reason = stopper.reason();
+    if let Err(e) = stopped {
+        tracing::warn!("{e}");
+        reason.get_or_insert_with(|| format!("cannot write the run folder: {e}"));
+    }
     if reason.is_none() && driven.report.hit_request_limit {
         reason = Some(format!("limits.max_requests ({}) reached", scenario.limits.max_requests));
     }
@@ -260,9 +265,20 @@ pub async fn run(scenario: &Scenario, options: &RunOptions, stopper: Stopper) ->
         Err(e) => {
             // The measured numbers still reach the folder; the analysis sections stay empty.
             tracing::warn!("report not written: {e}");
-            let file = crate::report::SummaryFile { summary: base.clone(), gate: None };
-            folder.write_json(RunFile::Summary, &file)?;
-            Finished { summary: base, verdict: None }
+            // Outputs that could not be written make the run incomplete, whatever it measured.
+            let mut summary = base;
+            if summary.status == RunStatus::Completed {
+                summary.status = RunStatus::Aborted;
+                summary.abort_reason = Some(format!("the report could not be written: {e}"));
+            }
+            let file = crate::report::SummaryFile { summary: summary.clone(), gate: None };
+            if let Err(e) = folder.write_json(RunFile::Summary, &file) {
+                // No room even for the summary: the exit code and the message still say why,
+                // and no summary saying "completed" is left to claim the partial files whole.
+                tracing::warn!("summary not written: {e}");
+                let _ = std::fs::remove_file(folder.path(RunFile::Summary));
+            }
+            Finished { summary, verdict: None }
         }
     };
     Ok(RunOutcome { dir: folder.dir().to_path_buf(), summary: finished.summary, verdict: finished.verdict })

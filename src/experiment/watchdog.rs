@@ -1,11 +1,13 @@
-//! The watchdog of a running load: the SUT is alive (and ready, if an abort rule says so) and
-//! the run stays within `limits.max_duration`; any breach stops the run with its reason.
+//! The watchdog of a running load: the SUT is alive (and ready, if an abort rule says so), the
+//! mocks can still write their logs, and the run stays within `limits.max_duration`; any
+//! breach stops the run with its reason.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use super::Stopper;
 use crate::clock::Clock;
+use crate::mock::MockPool;
 use crate::scenario::Scenario;
 use crate::sut::{self, RunningSut};
 
@@ -18,6 +20,7 @@ pub async fn watchdog(
     clock: Clock,
     t0_us: u64,
     stopper: Stopper,
+    pool: Arc<MockPool>,
 ) {
     let client = sut::probe_client();
     let max = scenario.max_duration().as_std();
@@ -30,6 +33,9 @@ pub async fn watchdog(
         let now = clock.now_us();
         if Duration::from_micros(now.saturating_sub(t0_us)) >= max {
             stopper.stop(format!("limits.max_duration ({}) reached", scenario.max_duration()));
+        }
+        if let Some(e) = pool.log_failure() {
+            stopper.stop(format!("cannot write the run folder: {e}"));
         }
         let mut sut = running.lock().await;
         if let Some(status) = sut.exited() {

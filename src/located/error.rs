@@ -167,6 +167,23 @@ impl ScenarioError {
         }
     }
 
+    /// What was found and what was expected, in words (for machine-readable problem lists).
+    pub fn found_expected(&self) -> (String, String) {
+        let list = |v: &[String]| v.iter().map(|e| format!("`{e}`")).collect::<Vec<_>>().join(", ");
+        match self {
+            Self::UnknownKey { found, expected, .. } => {
+                (format!("unknown key `{found}`"), format!("one of {}", list(expected)))
+            }
+            Self::UnknownVariant { found, expected, .. } => {
+                (format!("`{found}`"), format!("one of {}", list(expected)))
+            }
+            Self::MissingKey { key, .. } => ("nothing".into(), format!("a value for `{key}`")),
+            Self::InvalidValue { found, expected, .. } => (found.clone(), expected.clone()),
+            Self::InVariant { error, .. } => error.found_expected(),
+            Self::Read { .. } | Self::Syntax { .. } | Self::Multiple(_) => (String::new(), self.to_string()),
+        }
+    }
+
     /// Points this error at `at` instead (a problem found in derived text, put back on the file).
     pub fn set_location(&mut self, to: Box<Location>) {
         match self {

@@ -181,7 +181,13 @@ fn unknown_key_place(src: &Source, path: &str, found: &str, span: Range<usize>) 
 /// table; find the key whose value is the one serde quoted, and point at it.
 fn value_place(src: &Source, path: &str, found: &str, span: Range<usize>) -> (String, Range<usize>) {
     let refined = DeTable::parse(&src.text).ok().and_then(|root| {
-        let Some(DeValue::Table(table)) = value_at(&root, path) else { return None };
+        // The whole document (an internally tagged table read on its own) or a table in it.
+        let table = if path.is_empty() {
+            root.get_ref()
+        } else {
+            let Some(DeValue::Table(table)) = value_at(&root, path) else { return None };
+            table
+        };
         table.iter().find(|(_, v)| describes(found, v.get_ref())).map(|(k, v)| (join_key(path, k.get_ref()), v.span()))
     });
     refined.unwrap_or_else(|| (path.to_string(), span))

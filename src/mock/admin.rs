@@ -101,8 +101,15 @@ async fn route(shared: &Shared, token: Option<&str>, req: Request<Incoming>) -> 
 
 /// Accepts one fault object or an array of them; names the unnamed; all or nothing.
 async fn add(shared: &Shared, req: Request<Incoming>) -> Reply {
-    let body = match Limited::new(req.into_body(), 1 << 20).collect().await {
+    let body = match Limited::new(req.into_body(), MAX_BODY).collect().await {
         Ok(b) => b.to_bytes(),
+        Err(e) if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() => {
+            return error(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                &format!("the body is larger than {} KiB: send fewer faults at once", MAX_BODY / 1024),
+                Value::Null,
+            );
+        }
         Err(e) => return error(StatusCode::BAD_REQUEST, &format!("cannot read the body: {e}"), Value::Null),
     };
     let value: Value = match serde_json::from_slice(&body) {
@@ -115,14 +122,14 @@ async fn add(shared: &Shared, req: Request<Incoming>) -> Reply {
     };
     let mut faults = Vec::with_capacity(items.len());
     for (i, item) in items.into_iter().enumerate() {
-        let fault: Fault = match serde_path_to_error::deserialize(item) {
+        let fault: Fault = match serde_path_to_error::deserialize(item.clone()) {
             Ok(f) => f,
             Err(e) => {
-                let key = e.path().to_string();
+                let (key, found, expected) = problem_of(&item, &e);
                 return error(
                     StatusCode::BAD_REQUEST,
-                    &format!("fault {i}: `{key}`: {}", e.inner()),
-                    json!({"index": i, "key": key}),
+                    &format!("fault {i}: `{key}` is {found}, expected {expected}"),
+                    json!({"index": i, "problems": [{"key": key, "found": found, "expected": expected}]}),
                 );
             }
         };
@@ -138,6 +145,28 @@ async fn add(shared: &Shared, req: Request<Incoming>) -> Reply {
             reply(StatusCode::CREATED, &json!({ "added": names }))
         }
         Err(e) => timeline_error(&e),
+    }
+}
+
+/// The largest control API body: a timeline of thousands of faults fits; anything larger is a
+/// mistake, answered 413.
+const MAX_BODY: usize = 1 << 20;
+
+/// The key, what was found and what was expected for a fault object serde refused. Serde
+/// reports errors inside the internally tagged fault table against the table as a whole
+/// (path `.`), so the object is read again as TOML through the scenario reader, which finds
+/// the offending key the way it does for files.
+fn problem_of(item: &Value, e: &serde_path_to_error::Error<serde_json::Error>) -> (String, String, String) {
+    let path = e.path().to_string();
+    let fallback =
+        || (if path == "." { String::new() } else { path.clone() }, "this value".to_string(), e.inner().to_string());
+    let Ok(text) = toml::to_string(item) else { return fallback() };
+    match crate::located::Source::new("fault", text).parse::<Fault>() {
+        Err(located) if !located.key_path().is_empty() => {
+            let (found, expected) = located.found_expected();
+            (located.key_path(), found, expected)
+        }
+        _ => fallback(),
     }
 }
 

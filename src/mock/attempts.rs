@@ -7,9 +7,8 @@
 //! disk writes stay off the request path.
 
 use std::collections::VecDeque;
-use std::fs::File;
-use std::io::{self, BufWriter, Write};
-use std::path::Path;
+use std::io;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
@@ -18,6 +17,7 @@ use std::time::Duration;
 
 use crate::faults::Applied;
 pub use crate::record::{Api, Decision};
+use crate::run_folder::NdjsonAppender;
 
 /// The attempt record as the mock keeps it: the applied faults as a bitset over the timeline
 /// snapshot (no allocation per request), written out as fault names.
@@ -30,6 +30,9 @@ pub struct AttemptLog {
     ring_capacity: usize,
     recorded: AtomicU64,
     writer: Mutex<Option<JoinHandle<io::Result<()>>>>,
+    path: Option<PathBuf>,
+    /// The file writer's error, once it has failed (a full disk): it writes nothing more.
+    failure: Arc<Mutex<Option<String>>>,
 }
 
 #[derive(Debug)]
@@ -46,12 +49,15 @@ pub const DEFAULT_RING: usize = 10_000;
 impl AttemptLog {
     /// A log keeping the last `ring_capacity` records, also writing every record to `file`.
     pub fn new(ring_capacity: usize, file: Option<&Path>) -> io::Result<Self> {
+        let failure = Arc::new(Mutex::new(None));
         let (sink, writer) = match file {
             Some(path) => {
-                let out = BufWriter::with_capacity(1 << 16, File::create(path)?);
+                let out = NdjsonAppender::create(path)?;
                 let (tx, rx) = mpsc::channel::<Arc<Attempt>>();
-                let handle =
-                    std::thread::Builder::new().name("attempt-log".into()).spawn(move || write_loop(out, &rx))?;
+                let failed = failure.clone();
+                let handle = std::thread::Builder::new()
+                    .name("attempt-log".into())
+                    .spawn(move || write_loop(out, &rx, &failed))?;
                 (Some(tx), Some(handle))
             }
             None => (None, None),
@@ -61,7 +67,19 @@ impl AttemptLog {
             ring_capacity,
             recorded: AtomicU64::new(0),
             writer: Mutex::new(writer),
+            path: file.map(Path::to_path_buf),
+            failure,
         })
+    }
+
+    /// The file the log is written to, if any.
+    pub fn path(&self) -> Option<&Path> {
+        self.path.as_deref()
+    }
+
+    /// Why the file stopped being written (a full disk), naming it; `None` while it is fine.
+    pub fn failure(&self) -> Option<String> {
+        self.failure.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
     /// Appends a record.
@@ -108,18 +126,29 @@ impl Drop for AttemptLog {
     }
 }
 
-fn write_loop(mut out: BufWriter<File>, rx: &mpsc::Receiver<Arc<Attempt>>) -> io::Result<()> {
-    loop {
-        match rx.recv_timeout(Duration::from_millis(200)) {
-            Ok(a) => {
-                serde_json::to_writer(&mut out, &*a)?;
-                out.write_all(b"\n")?;
-            }
+/// Writes records in whole-line batches until the log closes; on a write error (a full disk)
+/// the file keeps its whole lines, the error is kept for [`AttemptLog::failure`] and the
+/// thread stops (later records stay in the ring only).
+fn write_loop(
+    mut out: NdjsonAppender,
+    rx: &mpsc::Receiver<Arc<Attempt>>,
+    failure: &Mutex<Option<String>>,
+) -> io::Result<()> {
+    let result = loop {
+        let step = match rx.recv_timeout(Duration::from_millis(200)) {
+            Ok(a) => out.append(&*a),
             // Flush when idle so `tail -f` and crash-time readers see recent records.
-            Err(RecvTimeoutError::Timeout) => out.flush()?,
-            Err(RecvTimeoutError::Disconnected) => return out.flush(),
+            Err(RecvTimeoutError::Timeout) => out.flush(),
+            Err(RecvTimeoutError::Disconnected) => break out.flush(),
+        };
+        if let Err(e) = step {
+            break Err(e);
         }
+    };
+    if let Err(e) = &result {
+        *failure.lock().unwrap_or_else(|p| p.into_inner()) = Some(e.to_string());
     }
+    result
 }
 
 /// Prompt hashes travel as 16 hex digits: JSON numbers above 2^53 lose precision in many readers.

@@ -3,35 +3,44 @@
 //! removed at run time. Stampede and failover analysis line requests up against these.
 
 use std::collections::VecDeque;
-use std::fs::File;
-use std::io::{BufWriter, Write};
 use std::path::Path;
 use std::sync::Mutex;
+
+use crate::run_folder::NdjsonAppender;
 
 pub use crate::record::{Event, EventKind};
 
 /// Events kept in memory (newest `capacity`) and optionally appended to an NDJSON file.
 #[derive(Debug)]
 pub struct EventLog {
-    inner: Mutex<(VecDeque<Event>, Option<BufWriter<File>>)>,
+    inner: Mutex<(VecDeque<Event>, Option<NdjsonAppender>)>,
     capacity: usize,
+    failure: Mutex<Option<String>>,
 }
 
 impl EventLog {
     /// Keeps `capacity` events; also writes each to `file`.
     pub fn new(capacity: usize, file: Option<&Path>) -> std::io::Result<Self> {
-        let file = file.map(File::create).transpose()?.map(BufWriter::new);
-        Ok(Self { inner: Mutex::new((VecDeque::new(), file)), capacity })
+        let file = file.map(NdjsonAppender::create).transpose()?;
+        Ok(Self { inner: Mutex::new((VecDeque::new(), file)), capacity, failure: Mutex::new(None) })
+    }
+
+    /// Why the file stopped being written (a full disk), naming it; `None` while it is fine.
+    pub fn failure(&self) -> Option<String> {
+        self.failure.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
     /// Records an event (events are rare, so the file is flushed each time).
     pub fn record(&self, event: Event) {
         tracing::info!(kind = ?event.kind, upstream = ?event.upstream, fault = ?event.fault, detail = ?event.detail, "fault event");
         let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(out) = &mut inner.1 {
-            let written = serde_json::to_writer(&mut *out, &event).is_ok() && out.write_all(b"\n").is_ok();
-            if !written || out.flush().is_err() {
-                tracing::warn!("could not write the event log");
+        if let Some(out) = &mut inner.1
+            && let Err(e) = out.append(&event).and_then(|()| out.flush())
+        {
+            let mut failure = self.failure.lock().unwrap_or_else(|p| p.into_inner());
+            if failure.is_none() {
+                tracing::warn!("could not write the event log: {e}");
+                *failure = Some(e.to_string());
             }
         }
         if inner.0.len() == self.capacity {

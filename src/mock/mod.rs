@@ -71,6 +71,18 @@ use state::{Shared, UpstreamState};
 /// Errors starting or stopping mock upstreams.
 #[derive(Debug, thiserror::Error)]
 pub enum MockError {
+    /// The control API's listener could not be bound (the message says which address).
+    #[error("the control API cannot listen on {addr}: {source}")]
+    AdminBind {
+        /// Address asked for.
+        addr: SocketAddr,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The control API was asked to listen off this machine without a token.
+    #[error("{0}")]
+    AdminExposed(String),
     /// The listen address could not be bound.
     #[error("upstream `{name}`: cannot listen on {addr}: {source}")]
     Bind {
@@ -82,8 +94,8 @@ pub enum MockError {
         #[source]
         source: std::io::Error,
     },
-    /// The attempt log file could not be created or written.
-    #[error("attempt log {}: {source}", path.display())]
+    /// The attempt or event log file could not be created or written (the error names it).
+    #[error("mock log: {source}")]
     AttemptLog {
         /// The file.
         path: PathBuf,

@@ -109,7 +109,13 @@ impl MockPool {
             u.shutdown().await;
         }
         drop(self.upstreams);
-        self.shared.attempts.close().map_err(|source| MockError::AttemptLog { path: PathBuf::new(), source })
+        let path = self.shared.attempts.path().map_or_else(PathBuf::new, std::path::Path::to_path_buf);
+        self.shared.attempts.close().map_err(|source| MockError::AttemptLog { path, source })
+    }
+
+    /// Why the attempt or event log stopped being written (a full disk), naming the file.
+    pub fn log_failure(&self) -> Option<String> {
+        self.shared.attempts.failure().or_else(|| self.shared.events.failure())
     }
 }
 
@@ -118,13 +124,9 @@ async fn start_admin(
     token: Option<String>,
     shared: &Arc<Shared>,
 ) -> Result<(SocketAddr, watch::Sender<bool>), MockError> {
-    admin::check_exposure(addr, token.as_deref()).map_err(|e| MockError::Bind {
-        name: "admin".into(),
-        addr,
-        source: std::io::Error::new(std::io::ErrorKind::PermissionDenied, e),
-    })?;
-    let listener = crate::net::bind(addr).map_err(|source| MockError::Bind { name: "admin".into(), addr, source })?;
-    let bound = listener.local_addr().map_err(|source| MockError::Bind { name: "admin".into(), addr, source })?;
+    admin::check_exposure(addr, token.as_deref()).map_err(MockError::AdminExposed)?;
+    let listener = crate::net::bind(addr).map_err(|source| MockError::AdminBind { addr, source })?;
+    let bound = listener.local_addr().map_err(|source| MockError::AdminBind { addr, source })?;
     let (stop, stop_rx) = watch::channel(false);
     tokio::spawn(admin::serve(listener, shared.clone(), token, stop_rx));
     Ok((bound, stop))

@@ -68,3 +68,48 @@ fn what_the_appender_writes_the_reader_reads() {
     out.flush().unwrap();
     assert_eq!(folder.samples().unwrap(), samples);
 }
+
+#[test]
+fn a_full_disk_leaves_whole_lines_and_names_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let folder = RunFolder::open(dir.path());
+    let mut out = folder.appender(RunFile::Samples).unwrap();
+    let samples: Vec<Sample> = (0..40).map(|i| Sample::answered(i, i * 10, i * 10 + 5)).collect();
+    // Room for the first batch and half a line more: the second batch fails part-way.
+    for s in &samples[..10] {
+        out.append(s).unwrap();
+    }
+    out.flush().unwrap();
+    let size = std::fs::metadata(folder.path(RunFile::Samples)).unwrap().len();
+    out.limit = Some(size + 60);
+    for s in &samples[10..20] {
+        out.append(s).unwrap();
+    }
+    let e = out.flush().unwrap_err();
+    assert_eq!(e.kind(), std::io::ErrorKind::StorageFull);
+    assert!(e.to_string().contains("samples.ndjson"), "the error names the file: {e}");
+    // Cut back to the last whole line: the ten written records, nothing of the failed batch.
+    assert_eq!(std::fs::metadata(folder.path(RunFile::Samples)).unwrap().len(), size);
+    assert_eq!(folder.samples().unwrap(), samples[..10]);
+    assert!(folder.damage().is_empty(), "{:?}", folder.damage());
+    // Every later record is refused with the same error, and nothing more is written.
+    let again = out.append(&samples[30]).unwrap_err();
+    assert!(again.to_string().contains("samples.ndjson"), "{again}");
+    drop(out);
+    assert_eq!(folder.samples().unwrap(), samples[..10]);
+}
+
+#[test]
+fn an_atomic_write_that_fails_leaves_no_temp_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("missing-dir").join("summary.json");
+    assert!(write_atomic(&target, b"{}").is_err());
+    let dir_entries = std::fs::read_dir(dir.path()).unwrap().count();
+    assert_eq!(dir_entries, 0);
+    // A rename onto a directory fails after the temp file was written: it is removed.
+    let onto_dir = dir.path().join("summary.json");
+    std::fs::create_dir(&onto_dir).unwrap();
+    assert!(write_atomic(&onto_dir, b"{}").is_err());
+    let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(left, [std::ffi::OsString::from("summary.json")], "only the directory: no .tmp left");
+}

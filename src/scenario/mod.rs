@@ -266,6 +266,17 @@ impl Scenario {
         }
         if let Some(sut) = &file.sut {
             errors.extend(sut.problems(&names).located(src, ""));
+            // The check `chaos run` makes before anything starts, found by `chaos validate` too.
+            if let Some(url) = &sut.url {
+                let host = crate::net::url_host(url);
+                if !crate::net::is_loopback_host(host) && !file.allow_remote.iter().any(|h| h == host) {
+                    errors.push(src.invalid(
+                        "sut.url",
+                        format!("`{url}` (host `{host}`, not this machine)"),
+                        format!("a loopback host (127.0.0.1, ::1, localhost), or `{host}` named in `allow_remote` and given to `chaos run --allow-remote {host}`"),
+                    ));
+                }
+            }
         }
         errors.extend(sut::limit_problems(&file.limits, &file.abort).located(src, ""));
         let load = file.load.as_ref().map(load::resolve);

@@ -136,12 +136,7 @@ impl std::fmt::Debug for RunningSut {
 
 /// Checks that `url`'s host is loopback or allowed.
 pub fn check_target(url: &str, allow_remote: &[String]) -> Result<(), SutError> {
-    let rest = url.strip_prefix("http://").unwrap_or(url);
-    let authority = rest.split('/').next().unwrap_or_default();
-    let host = match authority.strip_prefix('[') {
-        Some(v6) => v6.split(']').next().unwrap_or_default(),
-        None => authority.rsplit_once(':').map_or(authority, |(h, _)| h),
-    };
+    let host = crate::net::url_host(url);
     if crate::net::is_loopback_host(host) || allow_remote.iter().any(|h| h == host) {
         Ok(())
     } else {
@@ -239,7 +234,11 @@ pub async fn start(sut: Option<&Sut>, ctx: &SutContext) -> Result<RunningSut, Su
             let env: Vec<(String, String)> =
                 env.iter().map(|(k, v)| Ok((k.clone(), expand(v, ctx, port)?))).collect::<Result<_, SutError>>()?;
             let program = expand(&command[0], ctx, port)?;
-            let what = format!("command {}", command.join(" "));
+            // As it was started: placeholders resolved (`{sut.port}` → the port chosen).
+            let what = format!(
+                "command {}",
+                std::iter::once(program.as_str()).chain(args.iter().map(String::as_str)).collect::<Vec<_>>().join(" ")
+            );
             spawn(Process { program, args, env, cwd: Some(cwd), url, what }, sut, ctx)
         }
         SutKind::External { url } => {
