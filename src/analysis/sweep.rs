@@ -162,6 +162,18 @@ fn first_unusable(steps: &[&SweepStep]) -> Option<(usize, String)> {
     })
 }
 
+/// A latency knee must bend the curve: some later step at least [`BEND`] × the knee's p99.
+/// Kneedle always finds *a* point of most curvature, even on a curve that hardly rises — a SUT
+/// that refuses the excess at once keeps its answers fast past capacity — and there it finds
+/// noise, which the conservative "take the lower knee" rule would then believe.
+fn bends(p99: &[f64], knee: usize) -> bool {
+    let after = p99.iter().skip(knee + 1).copied().fold(f64::MIN, f64::max);
+    after >= BEND * p99[knee]
+}
+
+/// How much slower than the knee's p99 a later step must be for the knee to be a bend.
+pub const BEND: f64 = 1.25;
+
 /// Analyses the steps of a sweep (in order of rising load). `fault_multiplier` is the worst
 /// latency multiplier of the scenario's faults, for the faulted pool size.
 pub fn analyse(unit: &str, steps: Vec<SweepStep>, fault_multiplier: Option<f64>) -> SweepAnalysis {
@@ -199,7 +211,7 @@ pub fn analyse(unit: &str, steps: Vec<SweepStep>, fault_multiplier: Option<f64>)
     // the last usable step. Kneedle runs over the step rank: a sweep's steps are its
     // resolution, evenly spaced or doubling, and the paper's threshold assumes even spacing.
     let rank: Vec<f64> = (0..measured.len()).map(|i| i as f64).collect();
-    let k = kneedle(&rank, &p99, SENSITIVITY).map(|i| i.min(usable - 1));
+    let k = kneedle(&rank, &p99, SENSITIVITY).filter(|&i| bends(&p99, i)).map(|i| i.min(usable - 1));
     let p = plateau(&rps, PLATEAU_GROWTH).map(|i| i.min(usable - 1));
     let (index, method) = match (k, p) {
         (Some(k), Some(p)) if k.abs_diff(p) <= 1 => (Some(k.min(p)), "kneedle+plateau"),

@@ -139,3 +139,32 @@ fn below_the_first_step_latency_holds_and_throughput_scales() {
     assert_eq!(interpolate(&[10.0, 20.0], &[100.0, 200.0], 5.0, true), 50.0);
     assert_eq!(interpolate(&[10.0, 20.0], &[100.0, 200.0], 15.0, false), 150.0);
 }
+
+#[test]
+fn a_curve_that_hardly_bends_takes_its_knee_from_the_plateau() {
+    // 8 slots × 100 ms, open steps at 0.25…1.5 × 80 req/s, no queue: past the capacity the
+    // excess is refused at once (429s cut the curve) and the answers that get a slot are no
+    // slower, so p99 creeps from 103 to 108 ms. Kneedle still finds a "knee" in that creep
+    // (at 60 req/s); the goodput plateau and the error cut say 80.
+    let rates = [20.0, 40.0, 60.0, 72.0, 80.0, 88.0, 100.0, 120.0];
+    let p99s = [103.0, 103.0, 106.0, 107.0, 107.0, 108.0, 108.0, 108.0];
+    let steps: Vec<SweepStep> = rates
+        .iter()
+        .zip(p99s)
+        .map(|(&r, p99)| SweepStep {
+            load: r,
+            offered_rps: r,
+            goodput_rps: r.min(80.0),
+            p50_ms: 100.0,
+            p95_ms: p99,
+            p99_ms: p99,
+            mean_ms: 100.0,
+            error_rate: if r > 80.0 { (r - 80.0) / r } else { 0.0 },
+            sustainability: "sustained".into(),
+        })
+        .collect();
+    let a = analyse("rps", steps, None);
+    let knee = a.knee.as_ref().unwrap();
+    assert!((knee.load - 80.0).abs() <= 8.0, "knee {knee:?}: {a:?}");
+    assert!(bends(&[100.0, 100.0, 130.0], 1) && !bends(&[100.0, 100.0, 120.0], 1));
+}
