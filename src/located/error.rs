@@ -184,6 +184,21 @@ impl ScenarioError {
         }
     }
 
+    /// Names its key `to` instead (a key found in derived text, written back as the user wrote
+    /// it: `fault.slow.multiplier` for `fault[0].multiplier`).
+    pub fn set_key_path(&mut self, to: &str) {
+        match self {
+            Self::UnknownKey { table, found, .. } => {
+                *table = to.strip_suffix(found.as_str()).unwrap_or(to).trim_end_matches('.').to_string();
+            }
+            Self::UnknownVariant { key, .. } | Self::MissingKey { key, .. } | Self::InvalidValue { key, .. } => {
+                *key = to.to_string();
+            }
+            Self::InVariant { error, .. } => error.set_key_path(to),
+            Self::Read { .. } | Self::Syntax { .. } | Self::Multiple(_) => {}
+        }
+    }
+
     /// Points this error at `at` instead (a problem found in derived text, put back on the file).
     pub fn set_location(&mut self, to: Box<Location>) {
         match self {

@@ -201,6 +201,9 @@ pub fn relocate(
                 src.locate(&header)
             };
             e.set_location(at);
+            if on_override {
+                e.set_key_path(&named);
+            }
             vec![ScenarioError::InVariant { name: variant.to_string(), error: Box::new(e) }]
         }
     }
