@@ -63,11 +63,11 @@ pub async fn consume(
     let mut recent: VecDeque<WindowSummary> = VecDeque::new();
     // A write that fails (a full disk) stops the run, naming the file; the appender keeps
     // whole lines and refuses the rest.
-    let failed = |e: std::io::Error| stopper.stop(format!("cannot write the run folder: {e}"));
+    let write_failed = |e: std::io::Error| stopper.stop(format!("cannot write the run folder: {e}"));
     let mut on_windows = |windows: Vec<WindowSummary>, out: &mut Outputs| {
         for w in windows {
             if let Err(e) = out.windows.append(&w) {
-                failed(e);
+                write_failed(e);
             }
             let failed = w.failed();
             {
@@ -96,7 +96,7 @@ pub async fn consume(
             }
         }
         if let Err(e) = out.windows.flush() {
-            failed(e);
+            write_failed(e);
         }
     };
     loop {
@@ -108,7 +108,7 @@ pub async fn consume(
                         s.itl_us = Vec::new();
                     }
                     if let Err(e) = out.samples.append(&s) {
-                        failed(e);
+                        write_failed(e);
                     }
                 }
                 None => break,
@@ -118,7 +118,7 @@ pub async fn consume(
                 on_windows(closed, &mut out);
                 // Whole lines on disk every tick: an exit that cannot wait loses at most this.
                 if let Err(e) = out.samples.flush() {
-                    failed(e);
+                    write_failed(e);
                 }
             }
         }
@@ -128,6 +128,9 @@ pub async fn consume(
     let written = live.lock().map(|l| l.last.as_ref().map(|w| w.t_s)).unwrap_or(None);
     let rest: Vec<WindowSummary> = windows.iter().filter(|w| written.is_none_or(|t| w.t_s > t)).cloned().collect();
     on_windows(rest, &mut out);
-    let _ = out.samples.flush();
+    // The last lines too: a run whose final records could not be written is not complete.
+    if let Err(e) = out.samples.flush() {
+        write_failed(e);
+    }
     (stages, windows)
 }
