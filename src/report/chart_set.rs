@@ -5,7 +5,8 @@ use super::charts::{BarChart, Chart, Line, LineChart, Marker};
 use crate::analysis::{self, Series, Summary};
 use crate::record::Outcome;
 
-fn shaded(s: &Summary) -> Vec<(f64, f64, String)> {
+/// The fault windows a time chart shades (a TTL expiry instant is a marker, not a window).
+pub(super) fn shaded(s: &Summary) -> Vec<(f64, f64, String)> {
     s.faults
         .iter()
         .filter(|f| f.kind != "ttl_expiry" || f.end_s.is_some())

@@ -138,13 +138,7 @@ fn gate_words(r: &crate::gate::compare::ComparedRun) -> String {
 /// The overlaid charts: one line (or pair) per run, the first run's fault windows shaded.
 fn overlays(runs: &[RunSeries<'_>]) -> Vec<(String, Chart)> {
     let Some(first) = runs.first() else { return Vec::new() };
-    let shaded: Vec<(f64, f64, String)> = first
-        .summary
-        .faults
-        .iter()
-        .filter(|f| f.kind != "ttl_expiry" || f.end_s.is_some())
-        .map(|f| (f.start_s, f.end_s.unwrap_or(first.summary.duration_s), f.name.clone()))
-        .collect();
+    let shaded = super::chart_set::shaded(first.summary);
     let span = runs.iter().map(|r| r.summary.duration_s).fold(1.0, f64::max);
     let chart = |title: &str, x: &str, y: &str, lines: Vec<Line>, reference: Option<(f64, String)>| {
         Chart::Lines(LineChart {

@@ -124,7 +124,7 @@ fn apply_at(base: &mut Table, key: &str, path: &str, value: &Value) -> Result<()
             }
             Ok(())
         }
-        (Some(Value::Array(items)), Value::Table(o)) if NAMED_ARRAYS.iter().any(|n| path_is(path, n)) => {
+        (Some(Value::Array(items)), Value::Table(o)) if NAMED_ARRAYS.contains(&path) => {
             for (name, v) in o {
                 let names: Vec<String> =
                     items.iter().filter_map(|i| i.get("name").and_then(Value::as_str).map(str::to_string)).collect();
@@ -153,11 +153,6 @@ fn apply_at(base: &mut Table, key: &str, path: &str, value: &Value) -> Result<()
             Ok(())
         }
     }
-}
-
-/// Whether the override path `path` (`load.phase`) is the named array `array`.
-fn path_is(path: &str, array: &str) -> bool {
-    path == array
 }
 
 fn quoted(names: &[String]) -> String {
