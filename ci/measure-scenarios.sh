@@ -6,6 +6,7 @@
 #
 #   ci/measure-scenarios.sh                 # every scenario at --time-scale 0.25 (~12 min)
 #   ci/measure-scenarios.sh 1 slow-upstream # one scenario at full scale
+#   ci/measure-scenarios.sh 0.5 capacity-sweep metastability-probe  # the capacity tools
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scale="${1:-0.25}"
@@ -21,7 +22,32 @@ for n in "${names[@]}"; do
   python3 - "$out/$n" "$n" "$scale" <<'PY'
 import json, sys, pathlib
 root, name, scale = pathlib.Path(sys.argv[1]), sys.argv[2], sys.argv[3]
+
+def capacity(s, label):
+    for c in s.get("conditions", []):
+        k = (c["sweep"].get("knee") or {}).get("load"); l = (c["sweep"].get("safe_limit") or {}).get("load")
+        print(f"{label}: condition {c['condition']}: knee {k}, safe limit {l}, in flight at the recommended limit {c.get('in_flight_at_recommended')}")
+    r = s.get("recommended")
+    if r:
+        print(f"{label}: recommended {r['load']} {r['unit']} (set by {r['condition']}), pool {r.get('pool')} ({r.get('pool_condition')})")
+    v = s.get("verify")
+    if v:
+        print(f"{label}: verify at {v['load']} {v['unit']} with {v['trigger']}: recovery {v['recovery_s']} s, verified {v['verified']}")
+    p = s.get("probe")
+    if p:
+        grid = "; ".join(f"{c['trigger']} @{c['fraction']}: {c['verdict']}"
+                         + (f" {c['recovery_s']} s" if c.get("recovery_s") is not None else "")
+                         + (f" (out at {c['escape_fraction']})" if c.get("escape_fraction") is not None else "")
+                         + (f" A {c['after_amplification']:.2f}" if c.get("after_amplification") is not None else "")
+                         for c in p["cells"])
+        print(f"{label}: probe knee {p['knee_rps']} req/s, {p['stuck']} stuck, {p['slow']} slow, "
+              f"largest recovering {p.get('max_recovering_fraction')}: {grid}")
+
+if (root / "summary.json").exists() and not (root / "naive").exists():
+    capacity(json.loads((root / "summary.json").read_text()), f"{name} @{scale}")
 for v in ("naive", "hardened"):
+    if not (root / v).exists() and (root / "summary.json").exists():
+        continue
     p = root / v / "summary.json"
     if not p.exists():
         print(f"{name} {v}: no summary"); continue
@@ -42,6 +68,7 @@ for v in ("naive", "hardened"):
           f"A {a.get('overall', 0):.2f} (worst second {a.get('max_window') or 0:.2f}), "
           f"in flight SUT {f.get('sut_max', 0)} / provider {f.get('max', 0)} (queued {f.get('queued_max', 0)}), "
           f"recovery {rec}{fo}{fan}; findings: {', '.join(dict.fromkeys(x['id'] for x in s.get('findings', []))) or 'none'}")
+    capacity(s, f"{name} @{scale} {v}")
 PY
 done
 echo "run folders: $out"

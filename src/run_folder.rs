@@ -41,11 +41,13 @@ pub enum RunFile {
     ReportHtml,
     /// `comparison.json`: runs side by side (a comparison folder, not a run's).
     Comparison,
+    /// `probe.ndjson`: one line per metastability probe cell, written as each completes.
+    Probe,
 }
 
 impl RunFile {
     /// Every file of a run folder.
-    pub const ALL: [RunFile; 11] = [
+    pub const ALL: [RunFile; 12] = [
         Self::Summary,
         Self::Samples,
         Self::Attempts,
@@ -57,6 +59,7 @@ impl RunFile {
         Self::ReportMd,
         Self::ReportHtml,
         Self::Comparison,
+        Self::Probe,
     ];
 
     /// The file's name in the folder.
@@ -73,6 +76,7 @@ impl RunFile {
             Self::ReportMd => "report.md",
             Self::ReportHtml => "report.html",
             Self::Comparison => "comparison.json",
+            Self::Probe => "probe.ndjson",
         }
     }
 }

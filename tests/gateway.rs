@@ -172,7 +172,7 @@ async fn stampede(policy: &str) -> usize {
     let hook = FlushHook { http: Some(format!("{}/admin/cache/flush", gw.uri())), ..Default::default() };
     let fault =
         Fault::TtlExpiry(TtlExpiryFault { duration: Some(MS(100).into()), flush: Some(hook), ..Default::default() });
-    mock.add_faults(vec![NamedFault { name: "expiry".into(), fault }]).unwrap();
+    mock.add_faults(vec![NamedFault { name: "expiry".into(), fault, group: None }]).unwrap();
     assert!(
         common::eventually(|| mock.events().iter().any(|e| e.kind == EventKind::FlushOk)).await,
         "{:?}",
@@ -227,7 +227,7 @@ async fn the_breaker_opens_on_the_failure_rate_answers_with_a_fallback_and_close
     })
     .await;
     assert_eq!(ask(&gw, "warm", "cached before the outage", false).await.status, 200);
-    mock.add_faults(vec![NamedFault { name: "down".into(), fault: Fault::status(503) }]).unwrap();
+    mock.add_faults(vec![NamedFault { name: "down".into(), fault: Fault::status(503), group: None }]).unwrap();
     // Five attempts in the window (the warm-up and four failures), 80 % failed: open.
     for i in 0..4 {
         assert_eq!(ask(&gw, format!("f{i}"), format!("q{i}"), false).await.status, 503);
@@ -307,7 +307,7 @@ async fn hardened_fails_over_to_the_next_upstream_and_ejects_the_dead_one() {
     let upstream = |name: &str| Upstream { name: name.into(), listen: None, profile: Profile::default() };
     let pool = MockPool::start(&[upstream("a"), upstream("b")], MockOptions::default()).await.unwrap();
     let down = Fault::status(503).only(Match { upstream: Some("a".into()), ..Default::default() });
-    pool.add_faults(vec![NamedFault { name: "a-down".into(), fault: down }]).unwrap();
+    pool.add_faults(vec![NamedFault { name: "a-down".into(), fault: down, group: None }]).unwrap();
     let urls: Vec<String> = pool.upstreams().iter().map(MockUpstream::uri).collect();
     let hardened = gateway("hardened", &urls, |c| c.breaker.enabled = false).await;
     let naive = gateway("naive", &urls, |_| {}).await;

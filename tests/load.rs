@@ -25,6 +25,8 @@ async fn drive(s: &Scenario, target: String, clock: Clock) -> (Vec<Sample>, load
         clock,
         t0_us: clock.now_us() + 100_000,
         max_requests: 1_000_000,
+        first_id: 0,
+        cutoff: None,
     };
     let report = load::run(&one, cfg, tx, stop).await.unwrap();
     let mut samples = Vec::new();

@@ -355,3 +355,24 @@ fn a_base_error_is_not_repeated_for_each_variant() {
     assert_eq!(e.matches("error:").count(), 1, "{e}");
     assert!(!e.contains("variant"), "{e}");
 }
+
+#[test]
+fn sweep_conditions_and_probe_triggers_must_name_faults() {
+    insta::assert_snapshot!(scenario_error(indoc! {r#"
+        name = "x"
+        [[upstream]]
+        name = "primary"
+        [[fault]]
+        name = "slow-x3"
+        kind = "latency"
+        multiplier = 3.0
+        [load]
+        [load.sweep]
+        rates = [10, 20]
+        step = "5s"
+        conditions = ["healthy", "slow-3x"]
+        [load.probe]
+        loads = [0.5, 0.9]
+        triggers = ["slow-x3"]
+    "#}));
+}

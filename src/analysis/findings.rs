@@ -393,6 +393,7 @@ mod tests {
             declared_max_retries: Some(3),
             variant: None,
             declared: Default::default(),
+            plan: None,
         });
         s.duration_s = 240.0;
         s.stages = vec![stage("baseline", 600, 0.0), stage("fault", 1200, 0.4)];

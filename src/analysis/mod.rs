@@ -7,6 +7,7 @@
 //! Layer 3: builds on `record`, `run_folder`, `scenario` and `load`'s plain types; must not
 //! depend on `gate`, `report`, `experiment` or `cli`, and never prints.
 
+pub mod capacity;
 pub mod data;
 pub mod findings;
 pub mod in_flight;
@@ -51,36 +52,8 @@ pub fn analyse(data: &RunData) -> Analysis {
 fn summarise(data: &RunData) -> Summary {
     let mut s = data.summary.clone();
     let t0 = s.load_start_us;
-    let steps: Vec<sweep::SweepStep> = s
-        .stages
-        .iter()
-        .filter(|st| st.kind == "step")
-        .map(|st| {
-            // The curve of what a successful user waited; a step where nothing succeeded
-            // falls back to every outcome (its errors cut the usable curve anyway).
-            let lat = st.latency_valid_ms.or(st.latency_ms).unwrap_or_default();
-            sweep::SweepStep {
-                load: match st.level {
-                    summary::Level::Closed { users } => f64::from(users),
-                    summary::Level::Open { rate } => rate,
-                },
-                offered_rps: st.offered_rps,
-                goodput_rps: st.goodput_rps,
-                p50_ms: lat.p50,
-                p95_ms: lat.p95,
-                p99_ms: lat.p99,
-                mean_ms: lat.mean,
-                error_rate: st.error_rate,
-                sustainability: crate::scenario::wire_name(&st.sustainability),
-            }
-        })
-        .collect();
-    let unit = match s.stages.iter().find(|st| st.kind == "step").map(|st| st.level) {
-        Some(summary::Level::Open { .. }) => "rps",
-        _ => "users",
-    };
-    let multiplier = s.faults.iter().filter_map(|f| f.multiplier).reduce(f64::max);
-    s.sweep = (!steps.is_empty()).then(|| sweep::analyse(unit, steps, multiplier));
+    let (sweep, conditions, recommended) = capacity::sweeps(&s);
+    (s.sweep, s.conditions, s.recommended) = (sweep, conditions, recommended);
     s.retry = retry::analyse(&data.samples, &data.attempts, &spans(&s), t0, s.declared_max_retries);
     s.stampede = stampede::analyse(&data.expiries(), &data.samples, &data.attempts, t0);
     // The baseline: the stage named `baseline`, or else the first stage with requests.
@@ -95,9 +68,13 @@ fn summarise(data: &RunData) -> Summary {
             recovery::baseline_of(&data.samples, sp.from_us, sp.to_us).map(|(p95, bad)| (sp.name.clone(), p95, bad))
         });
     let seconds = recovery::by_send_second(&data.samples, t0);
+    // Sweep conditions, the verification and the probe cells have verdicts of their own.
+    let own: Vec<recovery::FaultWindow> = s.faults.iter().filter(|f| f.group.is_none()).cloned().collect();
     s.recovery = baseline
-        .map(|(name, p95, bad)| recovery::recovery(&s.faults, &seconds, (&name, p95, bad), s.duration_s))
+        .map(|(name, p95, bad)| recovery::recovery(&own, &seconds, (&name, p95, bad), s.duration_s))
         .unwrap_or_default();
+    s.verify = capacity::verification(&s, &data.samples, &seconds);
+    s.probe = capacity::probe(&s, &data.samples, &seconds);
     s.failover = recovery::failover(&s.faults, &data.attempts, t0, s.upstreams.len());
     s
 }

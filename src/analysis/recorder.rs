@@ -304,6 +304,8 @@ mod tests {
                 duration: Duration::from_secs(2),
                 warmup: Duration::ZERO,
                 level,
+                group: None,
+                part: None,
             },
             Stage {
                 name: "step-1".into(),
@@ -312,6 +314,8 @@ mod tests {
                 duration: Duration::from_secs(2),
                 warmup: Duration::from_secs(1),
                 level,
+                group: None,
+                part: None,
             },
         ]
     }

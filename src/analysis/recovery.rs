@@ -49,6 +49,10 @@ pub struct FaultWindow {
     pub upstream: Option<String>,
     /// Latency multiplier (`latency` faults).
     pub multiplier: Option<f64>,
+    /// The sweep condition, or the verification or probe cell, it was fired for (`None`: the
+    /// scenario's own timeline). Such windows get their own verdicts, not a run-wide recovery.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
 }
 
 /// `summary.recovery[]`.
@@ -138,6 +142,15 @@ pub fn baseline_of(samples: &[Sample], from_us: u64, to_us: u64) -> Option<(f64,
     p95_ms(good).map(|p| (p, (invalid * 1000.0).round() / 1000.0))
 }
 
+/// Whether the requests sent in second `s` were served as in a baseline of valid-answer p95
+/// `p95` (ms) and not-valid share `invalid`: enough of them, their not-valid share within
+/// [`ERROR_SLACK`], their p95 within [`P95_FACTOR`] × + [`P95_SLACK_MS`].
+pub fn good_second(s: &SendSecond, p95: f64, invalid: f64) -> bool {
+    s.requests >= MIN_SECOND_REQUESTS
+        && 1.0 - s.valid as f64 / s.requests as f64 <= invalid + ERROR_SLACK
+        && s.p95_valid_ms.is_some_and(|l| l <= p95 * P95_FACTOR + P95_SLACK_MS)
+}
+
 /// Recovery after each fault that ends before the run does. `baseline` is (stage name, p95
 /// of valid answers in ms, share not valid); `run_end_s` the end of the load.
 pub fn recovery(
@@ -147,11 +160,7 @@ pub fn recovery(
     run_end_s: f64,
 ) -> Vec<Recovery> {
     let (stage, p95, invalid) = baseline;
-    let good = |s: &SendSecond| {
-        s.requests >= MIN_SECOND_REQUESTS
-            && 1.0 - s.valid as f64 / s.requests as f64 <= invalid + ERROR_SLACK
-            && s.p95_valid_ms.is_some_and(|l| l <= p95 * P95_FACTOR + P95_SLACK_MS)
-    };
+    let good = |s: &SendSecond| good_second(s, p95, invalid);
     faults
         .iter()
         .filter_map(|f| f.end_s.filter(|&e| e < run_end_s).map(|end| (f, end)))
@@ -234,6 +243,7 @@ mod tests {
             end_s: end,
             upstream: Some("a".into()),
             multiplier: Some(3.0),
+            group: None,
         }
     }
 

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use hdrhistogram::Histogram;
 
+use super::capacity::{ConditionSweep, PlanSettings, ProbeAnalysis, Recommended, Verification};
 use super::findings::Finding;
 use super::in_flight::{DeclaredLimits, InFlight};
 use super::recovery::{Failover, FaultWindow, Recovery};
@@ -128,6 +129,13 @@ pub struct StageSummary {
     pub name: String,
     /// `phase` or `step`.
     pub kind: String,
+    /// A sweep step's condition, or the verification or probe cell (`verify`, `cell-3`) a
+    /// stage belongs to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
+    /// What a verification or probe stage is for: `before`, `trigger`, `after`, `escape`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub part: Option<String>,
     /// Start, seconds from the load start.
     pub start_s: f64,
     /// Length, seconds.
@@ -286,6 +294,22 @@ pub struct Summary {
     /// What the numbers say to change, most severe first.
     #[serde(default)]
     pub findings: Vec<Finding>,
+    /// The settings of `[load.verify]` and `[load.probe]` the analysis needs (recovery
+    /// deadlines, the knee the probe's loads are fractions of).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan: Option<PlanSettings>,
+    /// A sweep with conditions: the sweep under each (the first is also `sweep`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<ConditionSweep>,
+    /// The recommended operating limit: the lowest safe limit across the conditions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recommended: Option<Recommended>,
+    /// `[load.verify]`: the recommended limit held through a trigger.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verify: Option<Verification>,
+    /// `[load.probe]`: the metastability grid.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe: Option<ProbeAnalysis>,
 }
 
 /// What identifies a run, known before anything is measured.
@@ -319,6 +343,8 @@ pub struct RunIdentity {
     pub variant: Option<String>,
     /// The SUT's and the provider's declared limits.
     pub declared: DeclaredLimits,
+    /// Verification and probe settings.
+    pub plan: Option<PlanSettings>,
 }
 
 impl Summary {
@@ -359,6 +385,11 @@ impl Summary {
             declared: id.declared,
             in_flight: None,
             findings: Vec::new(),
+            plan: id.plan,
+            conditions: Vec::new(),
+            recommended: None,
+            verify: None,
+            probe: None,
         }
     }
 }

@@ -290,6 +290,23 @@ pub fn analyse(unit: &str, steps: Vec<SweepStep>, fault_multiplier: Option<f64>)
     }
 }
 
+impl SweepAnalysis {
+    /// Requests in flight at `load` (in the swept unit) by Little's law on the usable curve:
+    /// goodput × mean latency, both interpolated between steps. `None` without usable steps.
+    pub fn in_flight_at(&self, load: f64) -> Option<f64> {
+        let measured: Vec<&SweepStep> = self.steps.iter().filter(|s| s.sustainability != "empty").collect();
+        let usable = first_unusable(&measured).map_or(measured.len(), |(i, _)| i);
+        let used = &measured[..usable];
+        if used.is_empty() {
+            return None;
+        }
+        let x: Vec<f64> = used.iter().map(|s| s.load).collect();
+        let rps: Vec<f64> = used.iter().map(|s| s.goodput_rps).collect();
+        let mean: Vec<f64> = used.iter().map(|s| s.mean_ms).collect();
+        Some(interpolate(&x, &rps, load, true) * interpolate(&x, &mean, load, false) / 1000.0)
+    }
+}
+
 fn round3(v: f64) -> f64 {
     (v * 1000.0).round() / 1000.0
 }

@@ -45,6 +45,10 @@ pub struct Args {
     /// comparison).
     #[arg(long)]
     pub variant: Option<String>,
+    /// After the sweep, verify the recommended safe limit: hold it, fire the trigger, check the
+    /// recovery (`[load.verify]`'s settings, or its defaults when the file has none).
+    #[arg(long)]
+    pub verify: bool,
 }
 
 pub(super) async fn run(args: Args) -> Result<(), CliError> {
@@ -54,6 +58,9 @@ pub(super) async fn run(args: Args) -> Result<(), CliError> {
     let mut scenario = Scenario::load(&args.scenario)?.scaled(args.time_scale);
     if let Some(name) = &args.variant {
         scenario = scenario.variant_named(name).map_err(CliError::Usage)?.clone();
+    }
+    if args.verify {
+        scenario = scenario.with_verification().map_err(CliError::Usage)?;
     }
     if args.dry_run {
         if scenario.variants.is_empty() {

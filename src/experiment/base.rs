@@ -28,7 +28,21 @@ pub fn identity(scenario: &Scenario, run_id: &str, started_at: SystemTime, targe
         declared_max_retries: crate::sut::declared_max_retries(scenario.sut.as_ref()),
         variant: scenario.variant.clone(),
         declared: declared_limits(scenario),
+        plan: plan_settings(scenario),
     }
+}
+
+/// What the verification and probe verdicts need from the scenario.
+fn plan_settings(scenario: &Scenario) -> Option<crate::analysis::capacity::PlanSettings> {
+    let load = scenario.load.as_ref()?;
+    if load.verify.is_none() && load.probe.is_none() {
+        return None;
+    }
+    Some(crate::analysis::capacity::PlanSettings {
+        verify_within_s: load.verify.as_ref().map(|v| v.within.as_std().as_secs_f64()),
+        probe_within_s: load.probe.as_ref().map(|p| p.within.as_std().as_secs_f64()),
+        probe_knee_rps: load.probe.as_ref().and_then(|p| p.knee_rps),
+    })
 }
 
 /// The limits the SUT's policy and the mock profiles declare.
@@ -149,6 +163,7 @@ fn fault_windows(scenario: &Scenario) -> Vec<FaultWindow> {
                     crate::faults::Fault::Latency(l) => l.multiplier,
                     _ => None,
                 },
+                group: f.group.clone(),
             }
         })
         .collect()

@@ -13,7 +13,7 @@ use crate::clock::Clock;
 use crate::load::{self, LoadConfig, LoadReport};
 use crate::mock::MockPool;
 use crate::run_folder::{RunFile, RunFolder};
-use crate::scenario::{Load, Scenario};
+use crate::scenario::{Load, NamedFault, Scenario, Stage};
 use crate::sut::{self, RunningSut, SutContext};
 
 /// What a run has started and must stop, whatever happens: the mocks and (once started) the
@@ -62,15 +62,24 @@ pub(super) struct Plan<'a> {
 
 /// What the load phase left behind.
 pub(super) struct Driven {
+    /// Every stage run, in order: the scenario's own, then those laid out while the run went
+    /// (verification, probe cells).
+    pub(super) stages: Vec<Stage>,
+    /// One record per stage.
     pub(super) records: Vec<StageRecord>,
     pub(super) report: LoadReport,
+    /// Faults placed while the run went (verification and probe triggers), `start` from `t0`.
+    pub(super) faults: Vec<NamedFault>,
+    /// The knee the probe's loads were fractions of, when it ran.
+    pub(super) probe_knee_rps: Option<f64>,
     pub(super) t0_us: u64,
     pub(super) load_end_us: u64,
     pub(super) target: String,
 }
 
 /// Starts the SUT (into `started`, so it is stopped whatever happens next), waits until it is
-/// ready, puts the faults on the clock and drives the load.
+/// ready, puts the faults on the clock and drives the load: the scenario's stages, then the
+/// verification and the probe, each laid out from what the stages before it measured.
 pub(super) async fn start_and_drive(
     plan: &Plan<'_>,
     started: &mut Started,
@@ -115,64 +124,270 @@ pub(super) async fn start_and_drive(
         crate::faults::ttl_expiry::expand_sut_url(&mut f.fault, &target);
     }
     started.pool.add_faults_at(faults, t0_us).map_err(|e| RunError::Faults(e.to_string()))?;
-    drive(plan, started, running, exclusive, target, t0_us, ready_path).await
+    let outputs = live::Outputs::open(plan.folder, plan.options.token_gaps).map_err(io(plan.folder.dir()))?;
+    let mut run = Segments {
+        plan,
+        pool: started.pool.clone(),
+        running,
+        exclusive,
+        target,
+        t0_us,
+        ready_path,
+        live: Arc::new(Mutex::new(live::LiveStats::default())),
+        outputs: Some(outputs),
+        stages: Vec::new(),
+        records: Vec::new(),
+        report: LoadReport { stages: Vec::new(), users: 0, lost_samples: 0, issued: 0, hit_request_limit: false },
+        faults: Vec::new(),
+        probe_knee_rps: None,
+    };
+    let own = plan.load.stages.clone();
+    if !own.is_empty() {
+        run.drive(own).await?;
+    }
+    super::capacity::follow_up(&mut run).await?;
+    let load_end_us = plan.clock.now_us();
+    Ok(Driven {
+        stages: run.stages,
+        records: run.records,
+        report: run.report,
+        faults: run.faults,
+        probe_knee_rps: run.probe_knee_rps,
+        t0_us,
+        load_end_us,
+        target: run.target,
+    })
 }
 
-/// Drives the load while the consumers record, the watchdog watches and the progress view
-/// reports; every task it starts has ended when it returns.
-async fn drive(
-    plan: &Plan<'_>,
-    started: &Started,
+/// A run driven in segments on one clock, one SUT and one set of mocks: each segment is a
+/// list of stages the generator runs in one go; later segments are laid out from what the
+/// earlier ones measured. Request ids, stage indexes and the output files continue across
+/// segments, so the run folder reads as one run.
+pub(super) struct Segments<'a> {
+    pub(super) plan: &'a Plan<'a>,
+    pub(super) pool: Arc<MockPool>,
     running: Arc<tokio::sync::Mutex<RunningSut>>,
-    exclusive: &load::Exclusive,
-    target: String,
-    t0_us: u64,
+    exclusive: &'a load::Exclusive,
+    pub(super) target: String,
+    pub(super) t0_us: u64,
     ready_path: Option<String>,
-) -> Result<Driven, RunError> {
-    let (scenario, clock, stopper) = (plan.scenario, plan.clock, plan.stopper);
-    let live = Arc::new(Mutex::new(live::LiveStats::default()));
-    let (tx, rx) = mpsc::channel(65_536);
-    let outputs = live::Outputs::open(plan.folder, plan.options.token_gaps).map_err(io(plan.folder.dir()))?;
-    let consumer = tokio::spawn(live::consume(
-        rx,
-        Recorder::new(&plan.load.stages, t0_us),
-        outputs,
-        clock,
-        scenario.limits.abort_error_rate.map(|(r, w, m)| (r, w.as_std(), m)),
-        stopper.clone(),
-        live.clone(),
-    ));
-    let watchdog = tokio::spawn(watchdog::watchdog(
-        running,
-        scenario.clone(),
-        ready_path,
-        clock,
-        t0_us,
-        stopper.clone(),
-        started.pool.clone(),
-    ));
-    let view = progress::spawn(
-        plan.options.progress,
-        plan.load,
-        clock,
-        t0_us,
-        live.clone(),
-        started.pool.clone(),
-        stopper.clone(),
-    );
-    let cfg = LoadConfig {
-        load: plan.load.clone(),
-        seed: scenario.seed,
-        target: target.clone(),
-        clock,
-        t0_us,
-        max_requests: scenario.limits.max_requests,
-    };
-    let report = load::run(exclusive, cfg, tx, stopper.subscribe()).await;
-    let load_end_us = clock.now_us();
-    let (records, _windows) = consumer.await.unwrap_or_default();
-    watchdog.abort();
-    let _ = watchdog.await; // an aborted task drops what it holds only once awaited
-    view.finish().await;
-    Ok(Driven { records, report: report?, t0_us, load_end_us, target })
+    live: Arc<Mutex<live::LiveStats>>,
+    outputs: Option<live::Outputs>,
+    /// Every stage laid out so far.
+    pub(super) stages: Vec<Stage>,
+    records: Vec<StageRecord>,
+    report: LoadReport,
+    /// Faults placed so far.
+    pub(super) faults: Vec<NamedFault>,
+    pub(super) probe_knee_rps: Option<f64>,
+}
+
+impl Segments<'_> {
+    /// Whether the run was asked to stop.
+    pub(super) fn stopped(&self) -> bool {
+        self.plan.stopper.reason().is_some()
+    }
+
+    /// Where the next stage can start, from the load start: after the last stage, and no
+    /// sooner than the generator can be ready, plus `pause`.
+    pub(super) fn next_start(&self, pause: crate::scenario::Duration) -> crate::scenario::Duration {
+        let now = crate::scenario::Duration(Duration::from_micros(
+            self.plan.clock.now_us().saturating_sub(self.t0_us) + LEAD.as_micros() as u64,
+        ));
+        self.stages.last().map_or(now, |s| s.end().max(now)) + pause
+    }
+
+    /// Puts `fault` (its `start` from the load start) on the mocks' timeline.
+    pub(super) fn place(&mut self, mut fault: NamedFault) -> Result<(), RunError> {
+        crate::faults::ttl_expiry::expand_sut_url(&mut fault.fault, &self.target);
+        self.pool.add_faults_at(vec![fault.clone()], self.t0_us).map_err(|e| RunError::Faults(e.to_string()))?;
+        self.faults.push(fault);
+        Ok(())
+    }
+
+    /// The scenario as it stands: its stages and faults with those laid out so far.
+    pub(super) fn scenario(&self) -> Scenario {
+        let mut s = self.plan.scenario.clone();
+        if let Some(load) = &mut s.load {
+            load.stages.clone_from(&self.stages);
+            if let Some(p) = &mut load.probe {
+                p.knee_rps = p.knee_rps.or(self.probe_knee_rps);
+            }
+        }
+        s.faults.extend(self.faults.iter().cloned());
+        s
+    }
+
+    /// The measured summary of what ran so far (the attempt log as far as it is written).
+    pub(super) fn summary(&self) -> crate::analysis::Summary {
+        let scenario = self.scenario();
+        let id = base::identity(&scenario, self.plan.run_id, self.plan.started_at, &self.target, "");
+        let load = scenario.load.clone().unwrap_or_else(|| self.plan.load.clone());
+        let attempts = self.plan.folder.attempts().unwrap_or_default();
+        base::measured(
+            id,
+            &base::Measured {
+                load: &load,
+                records: &self.records,
+                report: &self.report,
+                attempts: &attempts,
+                t0_us: self.t0_us,
+                load_end_us: self.plan.clock.now_us(),
+                reason: None,
+            },
+        )
+    }
+
+    /// Drives `stages` (appended to the run's) while the consumers record, the watchdog
+    /// watches and the progress view reports; every task it starts has ended when it returns.
+    pub(super) async fn drive(&mut self, new: Vec<Stage>) -> Result<(), RunError> {
+        self.drive_until(new, None).await
+    }
+
+    /// Like [`Self::drive`], ending the segment early once `watch` says its question is
+    /// answered (checked twice a second on the samples written so far): no new request from
+    /// then on, those in flight finish, the stage it ended in is cut there and the stages
+    /// after it are dropped.
+    pub(super) async fn drive_until(
+        &mut self,
+        new: Vec<Stage>,
+        watch: Option<crate::analysis::capacity::CellWatch>,
+    ) -> Result<(), RunError> {
+        let first = self.stages.len();
+        let cutoff = Arc::new(std::sync::atomic::AtomicU64::new(u64::MAX));
+        let watcher = watch.map(|w| {
+            tokio::spawn(watch_cell(w, self.plan.folder.path(RunFile::Samples), cutoff.clone(), self.plan.clock))
+        });
+        self.stages.extend(new);
+        let scenario = self.scenario();
+        let load = scenario.load.clone().unwrap_or_else(|| self.plan.load.clone());
+        let (clock, stopper, t0_us) = (self.plan.clock, self.plan.stopper, self.t0_us);
+        let (tx, rx) = mpsc::channel(65_536);
+        let outputs = self.outputs.take().expect("the outputs are handed from segment to segment");
+        let consumer = tokio::spawn(live::consume(
+            rx,
+            Recorder::new(&load.stages, t0_us),
+            outputs,
+            clock,
+            scenario.limits.abort_error_rate.map(|(r, w, m)| (r, w.as_std(), m)),
+            stopper.clone(),
+            self.live.clone(),
+        ));
+        let watchdog = tokio::spawn(watchdog::watchdog(
+            self.running.clone(),
+            scenario.clone(),
+            self.ready_path.clone(),
+            clock,
+            t0_us,
+            stopper.clone(),
+            self.pool.clone(),
+        ));
+        let view = progress::spawn(
+            self.plan.options.progress,
+            &load,
+            clock,
+            t0_us,
+            self.live.clone(),
+            self.pool.clone(),
+            stopper.clone(),
+        );
+        let cfg = LoadConfig {
+            load: load.clone(),
+            seed: scenario.seed,
+            target: self.target.clone(),
+            clock,
+            t0_us,
+            max_requests: scenario.limits.max_requests,
+            first_id: self.report.issued,
+            cutoff: Some(cutoff.clone()),
+        };
+        let report = load::run(self.exclusive, cfg, tx, stopper.subscribe()).await;
+        if let Some(w) = watcher {
+            w.abort();
+            let _ = w.await;
+        }
+        let joined = consumer.await;
+        watchdog.abort();
+        let _ = watchdog.await; // an aborted task drops what it holds only once awaited
+        view.finish().await;
+        let (records, _windows, outputs) = joined.map_err(|e| RunError::Faults(format!("the recorder failed: {e}")))?;
+        self.outputs = Some(outputs);
+        let report = report?;
+        // This segment's stages take their records and schedule figures from it.
+        self.records.extend(records.into_iter().skip(first));
+        self.report.stages.extend(report.stages.into_iter().skip(first));
+        self.report.users = self.report.users.max(report.users);
+        self.report.lost_samples += report.lost_samples;
+        self.report.issued += report.issued;
+        self.report.hit_request_limit |= report.hit_request_limit;
+        // Ended early: the stage it ended in is cut there, the ones after it never ran.
+        let cut = cutoff.load(std::sync::atomic::Ordering::Relaxed);
+        if cut != u64::MAX {
+            let at = crate::scenario::Duration(Duration::from_micros(cut.saturating_sub(self.t0_us)));
+            let keep = self.stages.iter().position(|s| s.start >= at).unwrap_or(self.stages.len()).max(first);
+            self.stages.truncate(keep);
+            self.records.truncate(keep);
+            self.report.stages.truncate(keep);
+            if let Some(last) = self.stages.last_mut().filter(|s| s.end() > at) {
+                last.duration = crate::scenario::Duration(at.as_std().saturating_sub(last.start.as_std()));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Reads the samples as they are written and sets `cutoff` once `watch` is answered.
+async fn watch_cell(
+    watch: crate::analysis::capacity::CellWatch,
+    samples: std::path::PathBuf,
+    cutoff: Arc<std::sync::atomic::AtomicU64>,
+    clock: Clock,
+) {
+    let mut tail = SampleTail::new(samples, watch.before.0);
+    let mut tick = tokio::time::interval(Duration::from_millis(500));
+    loop {
+        tick.tick().await;
+        tail.read();
+        let now = clock.now_us();
+        if watch.done(&tail.samples, now) {
+            cutoff.store(now, std::sync::atomic::Ordering::Relaxed);
+            return;
+        }
+    }
+}
+
+/// The samples appended to `samples.ndjson` since a point in time, read incrementally (the
+/// consumer writes whole lines only).
+struct SampleTail {
+    path: std::path::PathBuf,
+    offset: u64,
+    from_us: u64,
+    samples: Vec<crate::record::Sample>,
+}
+
+impl SampleTail {
+    fn new(path: std::path::PathBuf, from_us: u64) -> Self {
+        Self { path, offset: 0, from_us, samples: Vec::new() }
+    }
+
+    fn read(&mut self) {
+        use std::io::{Read, Seek};
+        let Ok(mut f) = std::fs::File::open(&self.path) else { return };
+        if f.seek(std::io::SeekFrom::Start(self.offset)).is_err() {
+            return;
+        }
+        let mut text = String::new();
+        if f.read_to_string(&mut text).is_err() {
+            return;
+        }
+        let whole = text.rfind('\n').map_or(0, |i| i + 1);
+        for line in text[..whole].lines() {
+            if let Ok(s) = serde_json::from_str::<crate::record::Sample>(line)
+                && s.intended_us >= self.from_us
+            {
+                self.samples.push(s);
+            }
+        }
+        self.offset += whole as u64;
+    }
 }

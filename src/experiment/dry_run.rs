@@ -4,7 +4,7 @@
 use std::fmt::Write;
 
 use crate::load::Schedule;
-use crate::scenario::{LoadLevel, Scenario, SutKind, wire_name};
+use crate::scenario::{Duration, LoadLevel, Scenario, SutKind, wire_name};
 
 /// The timeline of `scenario` as text.
 pub fn timeline(scenario: &Scenario) -> String {
@@ -67,8 +67,18 @@ pub fn timeline(scenario: &Scenario) -> String {
         let scope = env.matches.upstream.as_deref().map_or(String::new(), |u| format!(" on {u}"));
         let _ = writeln!(out, "  {:>10} – {:<10} {} ({}){scope}", start.to_string(), end, f.name, f.fault.kind());
     }
+    capacity_plan(&mut out, scenario, load);
     let l = &scenario.limits;
-    let _ = writeln!(out, "\nlimits: max_duration {}, max_requests {}", scenario.max_duration(), l.max_requests);
+    if l.max_duration_set.is_none() && (load.verify.is_some() || load.probe.is_some()) {
+        let _ = writeln!(
+            out,
+            "\nlimits: max_duration the last stage laid out + {} (verification and probe included), max_requests {}",
+            load.timeout + crate::scenario::Duration::from_secs(30),
+            l.max_requests
+        );
+    } else {
+        let _ = writeln!(out, "\nlimits: max_duration {}, max_requests {}", scenario.max_duration(), l.max_requests);
+    }
     if let Some((rate, window, min)) = l.abort_error_rate {
         let _ = writeln!(out, "abort: error rate above {:.0} % for {window} (at least {min} requests)", rate * 100.0);
     }
@@ -76,4 +86,73 @@ pub fn timeline(scenario: &Scenario) -> String {
         let _ = writeln!(out, "abort: SUT not ready for {d}");
     }
     out
+}
+
+/// How long a trigger fires.
+fn trigger_length(scenario: &Scenario, name: &str) -> Duration {
+    scenario
+        .triggers
+        .iter()
+        .find(|t| t.name == name)
+        .and_then(|t| t.fault.envelope().duration)
+        .unwrap_or(crate::scenario::DEFAULT_TRIGGER)
+}
+
+/// The verification and the probe: laid out once the sweep has run, so shown as a plan with
+/// its estimated length.
+fn capacity_plan(out: &mut String, scenario: &Scenario, load: &crate::scenario::Load) {
+    if !load.conditions.is_empty() {
+        let _ = writeln!(out, "\nsweep conditions: {} (the whole sweep under each)", load.conditions.join(", "));
+    }
+    if let Some(v) = &load.verify {
+        let trigger = v.trigger.clone().unwrap_or_else(|| "the condition that sets the limit".into());
+        let length = v.trigger.as_deref().map_or(crate::scenario::DEFAULT_TRIGGER, |t| trigger_length(scenario, t));
+        let secs = v.before.as_std() + length.as_std() + v.after.as_std();
+        let _ = writeln!(
+            out,
+            "\nverification, after the sweep: hold the recommended safe limit {} before, fire {trigger} ({length}), watch {}; verified when back within {} — about {}",
+            v.before,
+            v.after,
+            v.within,
+            Duration(secs)
+        );
+    }
+    if let Some(p) = &load.probe {
+        let knee = p.knee_rps.map_or("the knee the sweep measures".to_string(), |k| format!("{k} req/s"));
+        let _ = writeln!(
+            out,
+            "\nmetastability probe: {} cells = {} trigger(s) × loads {:?} of {knee}; each {} baseline, the trigger, {} watch, {} settle; recovered within {}",
+            p.triggers.len() * p.loads.len(),
+            p.triggers.len(),
+            p.loads,
+            p.baseline,
+            p.observe,
+            p.settle,
+            p.within
+        );
+        let mut n = 0;
+        let mut probe = std::time::Duration::ZERO;
+        for t in &p.triggers {
+            let length = trigger_length(scenario, t);
+            for f in &p.loads {
+                n += 1;
+                let cell = p.baseline.as_std() + length.as_std() + p.observe.as_std() + p.settle.as_std();
+                probe += cell;
+                let _ = writeln!(out, "  cell-{n:<3} {f} × knee, {t} for {length}: about {}", Duration(cell));
+            }
+        }
+        let escape = if p.escape_step > 0.0 {
+            let steps = p.loads.last().map_or(0, |f| (f / p.escape_step).floor() as u32);
+            format!(
+                "; a stuck cell adds up to {} escape steps of {} (load −{} × knee each)",
+                steps, p.escape_hold, p.escape_step
+            )
+        } else {
+            String::new()
+        };
+        let _ = writeln!(out, "  probe about {}{escape}", Duration(probe));
+    }
+    if load.verify.is_some() || load.probe.is_some() {
+        let _ = writeln!(out, "\nestimated load time: about {}", scenario.estimated_length());
+    }
 }

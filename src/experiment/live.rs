@@ -49,7 +49,8 @@ impl Outputs {
     }
 }
 
-/// Consumes samples until the channel closes; returns the stage records and every window.
+/// Consumes samples until the channel closes; returns the stage records, every window, and
+/// the output files (a run in several segments hands them to the next segment's consumer).
 pub async fn consume(
     mut rx: mpsc::Receiver<Sample>,
     mut recorder: Recorder,
@@ -58,7 +59,7 @@ pub async fn consume(
     abort: Option<AbortRule>,
     stopper: Stopper,
     live: Arc<Mutex<LiveStats>>,
-) -> (Vec<StageRecord>, Vec<WindowSummary>) {
+) -> (Vec<StageRecord>, Vec<WindowSummary>, Outputs) {
     let mut tick = tokio::time::interval(Duration::from_millis(250));
     let mut recent: VecDeque<WindowSummary> = VecDeque::new();
     // A write that fails (a full disk) stops the run, naming the file; the appender keeps
@@ -132,5 +133,5 @@ pub async fn consume(
     if let Err(e) = out.samples.flush() {
         write_failed(e);
     }
-    (stages, windows)
+    (stages, windows, out)
 }

@@ -14,6 +14,7 @@
 
 mod abort;
 mod base;
+mod capacity;
 mod drive;
 pub mod dry_run;
 pub mod finish;
@@ -249,7 +250,16 @@ pub async fn run(scenario: &Scenario, options: &RunOptions, stopper: Stopper) ->
         tracing::warn!("attempt log unreadable, attempts are not counted: {e}");
         Vec::new()
     });
-    let id = base::identity(scenario, &run_id, started_at, &driven.target, &sut_description);
+    // The scenario as it ran: with the stages and faults the verification and the probe laid
+    // out, so the summary and `resolved.json` describe every stage and window.
+    let ran = ran_as(scenario, &driven);
+    if ran != *scenario
+        && let Err(e) = write_inputs(&ran, &folder)
+    {
+        tracing::warn!("{e}");
+    }
+    let load = ran.load.clone().unwrap_or(load);
+    let id = base::identity(&ran, &run_id, started_at, &driven.target, &sut_description);
     let measured = base::Measured {
         load: &load,
         records: &driven.records,
@@ -282,6 +292,19 @@ pub async fn run(scenario: &Scenario, options: &RunOptions, stopper: Stopper) ->
         }
     };
     Ok(RunOutcome { dir: folder.dir().to_path_buf(), summary: finished.summary, verdict: finished.verdict })
+}
+
+/// `scenario` with what the run laid out while it went.
+fn ran_as(scenario: &Scenario, driven: &drive::Driven) -> Scenario {
+    let mut s = scenario.clone();
+    if let Some(load) = &mut s.load {
+        load.stages.clone_from(&driven.stages);
+        if let Some(p) = &mut load.probe {
+            p.knee_rps = p.knee_rps.or(driven.probe_knee_rps);
+        }
+    }
+    s.faults.extend(driven.faults.iter().cloned());
+    s
 }
 
 fn run_folder_id(at: SystemTime) -> String {

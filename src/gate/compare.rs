@@ -73,7 +73,7 @@ pub struct Comparison {
 }
 
 /// Whole-run metrics compared, in order (rows nobody measured are left out).
-const WHOLE_RUN: [&str; 16] = [
+const WHOLE_RUN: [&str; 20] = [
     "requests",
     "outcomes.error_rate",
     "outcomes.timeout_rate",
@@ -90,6 +90,10 @@ const WHOLE_RUN: [&str; 16] = [
     "failover.seconds",
     "stampede.max_fanin",
     "sweep.knee.load",
+    "sweep.recommended.load",
+    "verify.verified",
+    "probe.stuck_cells",
+    "probe.max_recovering_fraction",
 ];
 /// Per-phase metrics compared for every phase.
 const PER_PHASE: [&str; 6] = [
@@ -324,6 +328,7 @@ mod tests {
             declared_max_retries: None,
             variant: Some(variant.into()),
             declared: Default::default(),
+            plan: None,
         });
         s.totals.requests = requests;
         s.totals.outcomes.insert("ok".into(), requests - failed);

@@ -135,6 +135,16 @@ pub fn value(s: &Summary, name: &str, phase: Option<&str>) -> Option<f64> {
         "sweep.knee.rps" => s.sweep.as_ref().and_then(|w| w.knee.as_ref()).map(|k| k.rps),
         "sweep.safe_limit.load" => s.sweep.as_ref().and_then(|w| w.safe_limit.as_ref()).map(|l| l.load),
         "sweep.safe_limit.rps" => s.sweep.as_ref().and_then(|w| w.safe_limit.as_ref()).map(|l| l.rps),
+        "sweep.recommended.load" => s.recommended.as_ref().map(|r| r.load),
+        // Asked for and not run (no safe limit, or stopped first) counts as not verified.
+        "verify.verified" => s
+            .verify
+            .as_ref()
+            .map(|v| if v.verified { 1.0 } else { 0.0 })
+            .or_else(|| s.plan.as_ref().and_then(|p| p.verify_within_s).map(|_| 0.0)),
+        "verify.recovery_s" => s.verify.as_ref().map(|v| v.recovery_s.unwrap_or(f64::INFINITY)),
+        "probe.stuck_cells" => s.probe.as_ref().map(|p| p.stuck as f64),
+        "probe.max_recovering_fraction" => s.probe.as_ref().map(|p| p.max_recovering_fraction.unwrap_or(0.0)),
         // Per-stage metrics over the whole run: the worst stage.
         other => {
             let worse = metric(other)?.worse;

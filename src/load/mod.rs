@@ -65,8 +65,13 @@ pub struct LoadConfig {
     pub clock: Clock,
     /// When the first stage starts, µs on the run clock.
     pub t0_us: u64,
-    /// Most logical requests.
+    /// Most logical requests (over the whole run).
     pub max_requests: u64,
+    /// The first request id (a later segment of a run continues the ids of the earlier ones).
+    pub first_id: u64,
+    /// Set below `u64::MAX` to end the plan early at that instant (µs on the run clock): no new
+    /// request from then on, and those in flight finish (unlike `stop`, which abandons them).
+    pub cutoff: Option<Arc<AtomicU64>>,
 }
 
 /// How the generator ended and what its schedule saw.
@@ -147,7 +152,12 @@ pub async fn run(
     stop: watch::Receiver<bool>,
 ) -> Result<LoadReport, LoadError> {
     let headers = expand_headers(&cfg.load)?;
-    let schedule = Arc::new(Schedule::new(&cfg.load.stages, cfg.t0_us, cfg.seed, cfg.max_requests));
+    let mut schedule =
+        Schedule::new(&cfg.load.stages, cfg.t0_us, cfg.seed, cfg.max_requests).starting_at_id(cfg.first_id);
+    if let Some(c) = &cfg.cutoff {
+        schedule = schedule.with_cutoff(c.clone());
+    }
+    let schedule = Arc::new(schedule);
     let timeout = cfg.load.timeout.as_std();
     let users = cfg.load.max_users.map_or_else(|| schedule.users_needed(|r| open_users(r, timeout)), |u| u as usize);
     let shared = Arc::new(Shared {

@@ -8,6 +8,7 @@
 //! counts (coordinated omission). Arrivals no user could take before their stage ended are
 //! counted as dropped.
 
+use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -122,7 +123,10 @@ pub struct Schedule {
     arrivals: Vec<Mutex<Arrivals>>,
     closed_sent: Vec<AtomicU64>,
     next_id: AtomicU64,
+    first_id: u64,
     max_requests: u64,
+    /// No request is handed out from this instant on (µs on the run clock; `u64::MAX`: none).
+    cutoff: Arc<AtomicU64>,
     in_flight: AtomicU64,
     max_in_flight: Vec<AtomicU64>,
 }
@@ -144,8 +148,25 @@ impl Schedule {
             stages: planned,
             arrivals,
             next_id: AtomicU64::new(0),
+            first_id: 0,
             max_requests,
+            cutoff: Arc::new(AtomicU64::new(u64::MAX)),
         }
+    }
+
+    /// The same schedule ending early once `cutoff` (µs on the run clock) is set below
+    /// `u64::MAX`: later turns get `Done`; requests already sent finish as usual.
+    pub fn with_cutoff(mut self, cutoff: Arc<AtomicU64>) -> Self {
+        self.cutoff = cutoff;
+        self
+    }
+
+    /// The same schedule handing out ids from `first` (a later segment of a run: ids stay
+    /// unique across the run, and `max_requests` counts the whole run).
+    pub fn starting_at_id(mut self, first: u64) -> Self {
+        self.next_id = AtomicU64::new(first);
+        self.first_id = first;
+        self
     }
 
     /// When the last stage ends, µs on the run clock.
@@ -192,16 +213,25 @@ impl Schedule {
 
     /// Requests handed out so far.
     pub fn issued(&self) -> u64 {
-        self.next_id.load(Ordering::Relaxed).min(self.max_requests)
+        self.next_id.load(Ordering::Relaxed).min(self.max_requests).saturating_sub(self.first_id)
     }
 
     /// What user `user` (0-based) does at `now_us`.
     pub fn next(&self, user: usize, now_us: u64) -> Ticket {
         let Some(first) = self.stages.first() else { return Ticket::Done };
+        if now_us >= self.cutoff.load(Ordering::Relaxed) {
+            return Ticket::Done;
+        }
         if now_us < first.start_us {
             return Ticket::Wait { until_us: first.start_us };
         }
-        let Some(index) = self.stage_at(now_us) else { return Ticket::Done };
+        let Some(index) = self.stage_at(now_us) else {
+            // Between stages (a later segment of a run, or a pause): wait for the next one.
+            return match self.stages.iter().find(|s| s.start_us > now_us) {
+                Some(s) => Ticket::Wait { until_us: s.start_us },
+                None => Ticket::Done,
+            };
+        };
         let stage = &self.stages[index];
         let intended_us = match stage.level {
             LoadLevel::Closed { users, .. } => {
@@ -311,6 +341,8 @@ mod tests {
             duration: Duration::from_secs(dur_s),
             warmup: Duration::ZERO,
             level,
+            group: None,
+            part: None,
         }
     }
 
@@ -326,6 +358,22 @@ mod tests {
                 _ => return out,
             }
         }
+    }
+
+    /// A later segment of a run: stages in the past are skipped, users wait through a gap for
+    /// the next stage, ids continue from the earlier segments, and a cutoff ends the plan early.
+    #[test]
+    fn a_later_segment_waits_for_its_stage_continues_the_ids_and_stops_at_its_cutoff() {
+        let stages =
+            [stage("past", 0, 1, open(10.0, Arrival::Constant)), stage("next", 3, 2, open(10.0, Arrival::Constant))];
+        let cutoff = Arc::new(AtomicU64::new(u64::MAX));
+        let s = Schedule::new(&stages, 0, 1, u64::MAX).starting_at_id(500).with_cutoff(cutoff.clone());
+        assert!(matches!(s.next(0, 1_500_000), Ticket::Wait { until_us: 3_000_000 }), "in the gap: wait for `next`");
+        assert!(matches!(s.next(0, 3_000_000), Ticket::Send { id: 500, stage: 1, intended_us: 3_000_000 }));
+        assert!(matches!(s.next(0, 3_100_000), Ticket::Send { id: 501, stage: 1, .. }));
+        assert_eq!(s.issued(), 2, "issued counts this segment only");
+        cutoff.store(3_200_000, Ordering::Relaxed);
+        assert!(matches!(s.next(0, 3_200_000), Ticket::Done), "from the cutoff on, nothing more");
     }
 
     #[test]

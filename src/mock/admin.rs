@@ -134,7 +134,7 @@ async fn add(shared: &Shared, req: Request<Incoming>) -> Reply {
             }
         };
         let name = fault.envelope().name.map_or_else(|| shared.timeline.next_default_name(&fault), str::to_string);
-        faults.push(NamedFault { name, fault });
+        faults.push(NamedFault { name, fault, group: None });
     }
     match shared.timeline.add(faults, shared.clock.now_us()) {
         Ok(added) => {

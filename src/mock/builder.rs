@@ -70,7 +70,7 @@ impl MockUpstreamBuilder {
     pub fn fault(mut self, fault: Fault) -> Self {
         let position = self.options.faults.len();
         let name = fault.envelope().name.map_or_else(|| Timeline::default_name(&fault, position), str::to_string);
-        self.options.faults.push(NamedFault { name, fault });
+        self.options.faults.push(NamedFault { name, fault, group: None });
         self
     }
 

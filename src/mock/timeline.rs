@@ -148,7 +148,11 @@ mod tests {
     use crate::faults::StatusFault;
 
     fn status(name: &str) -> NamedFault {
-        NamedFault { name: name.into(), fault: Fault::Status(StatusFault { code: 503, ..Default::default() }) }
+        NamedFault {
+            name: name.into(),
+            fault: Fault::Status(StatusFault { code: 503, ..Default::default() }),
+            group: None,
+        }
     }
 
     #[test]
@@ -164,8 +168,11 @@ mod tests {
     #[test]
     fn refuses_invalid_faults_and_unknown_upstreams() {
         let t = LiveTimeline::new(vec!["primary".into()]);
-        let bad =
-            NamedFault { name: "x".into(), fault: Fault::Status(StatusFault { code: 200, ..Default::default() }) };
+        let bad = NamedFault {
+            name: "x".into(),
+            fault: Fault::Status(StatusFault { code: 200, ..Default::default() }),
+            group: None,
+        };
         assert!(matches!(t.add(vec![bad], 0), Err(TimelineError::Invalid { .. })));
         let mut elsewhere = status("y");
         if let Fault::Status(s) = &mut elsewhere.fault {

@@ -1,7 +1,7 @@
 //! Which charts a run gets, and what each shows: built from the analysed [`Series`] and the
 //! summary, never from raw records.
 
-use super::charts::{BarChart, Chart, Line, LineChart, Marker};
+use super::charts::{BarChart, Chart, GridChart, Line, LineChart, Marker};
 use crate::analysis::{self, Series, Summary};
 use crate::record::Outcome;
 
@@ -172,7 +172,9 @@ pub fn charts_for(series: &Series, s: &Summary) -> Vec<(String, Chart)> {
             }),
         ));
     }
-    if let Some(sw) = &s.sweep {
+    if !s.conditions.is_empty() {
+        out.extend(condition_charts(s));
+    } else if let Some(sw) = &s.sweep {
         let unit = if sw.unit == "users" { "users (closed load)" } else { "offered load (req/s)" };
         let mut markers = Vec::new();
         if let Some(k) = &sw.knee {
@@ -211,7 +213,125 @@ pub fn charts_for(series: &Series, s: &Summary) -> Vec<(String, Chart)> {
             }),
         ));
     }
+    if let Some(p) = &s.probe {
+        out.push(("probe-grid".into(), Chart::Grid(probe_grid(p))));
+    }
     out
+}
+
+/// The sweep under every condition on one chart each for p99 and goodput, with each
+/// condition's knee and the recommended limit marked.
+fn condition_charts(s: &Summary) -> Vec<(String, Chart)> {
+    let Some(first) = s.conditions.first() else { return Vec::new() };
+    let unit = if first.sweep.unit == "users" { "users (closed load)" } else { "offered load (req/s)" };
+    let mut markers = Vec::new();
+    for (i, c) in s.conditions.iter().enumerate() {
+        if let Some(k) = &c.sweep.knee {
+            markers.push(Marker { x: k.load, label: format!("knee {}: {}", c.condition, k.load), color: i });
+        }
+    }
+    if let Some(r) = &s.recommended {
+        markers.push(Marker { x: r.load, label: format!("recommended limit: {} ({})", r.load, r.condition), color: 7 });
+    }
+    let lines = |f: fn(&analysis::sweep::SweepStep) -> f64| {
+        s.conditions
+            .iter()
+            .enumerate()
+            .map(|(i, c)| Line {
+                name: c.condition.clone(),
+                points: c
+                    .sweep
+                    .steps
+                    .iter()
+                    .filter(|st| st.sustainability != "empty")
+                    .map(|st| (st.load, f(st)))
+                    .collect(),
+                color: i,
+            })
+            .collect::<Vec<_>>()
+    };
+    vec![
+        (
+            "sweep-latency".into(),
+            Chart::Lines(LineChart {
+                title: "p99 latency vs load, per condition".into(),
+                x_label: unit.into(),
+                y_label: "p99 latency (ms)".into(),
+                lines: lines(|st| st.p99_ms),
+                markers: markers.clone(),
+                ..LineChart::default()
+            }),
+        ),
+        (
+            "sweep-throughput".into(),
+            Chart::Lines(LineChart {
+                title: "Goodput vs load, per condition".into(),
+                x_label: unit.into(),
+                y_label: "valid answers per second".into(),
+                lines: lines(|st| st.goodput_rps),
+                markers,
+                ..LineChart::default()
+            }),
+        ),
+    ]
+}
+
+/// The probe's cells: loads across, triggers down, coloured by outcome, each cell saying it.
+fn probe_grid(p: &analysis::capacity::ProbeAnalysis) -> GridChart {
+    use analysis::capacity::CellVerdict;
+    let mut loads: Vec<f64> = p.cells.iter().map(|c| c.fraction).collect();
+    loads.sort_by(f64::total_cmp);
+    loads.dedup();
+    let mut triggers: Vec<String> = Vec::new();
+    for c in &p.cells {
+        if !triggers.contains(&c.trigger) {
+            triggers.push(c.trigger.clone());
+        }
+    }
+    let rows: Vec<String> = triggers
+        .iter()
+        .map(|t| {
+            let len = p.cells.iter().find(|c| &c.trigger == t).map_or(0.0, |c| c.trigger_s);
+            format!("{t} ({len} s)")
+        })
+        .collect();
+    let cells = p
+        .cells
+        .iter()
+        .map(|c| {
+            let x = loads.iter().position(|l| *l == c.fraction).unwrap_or(0);
+            let y = triggers.iter().position(|t| *t == c.trigger).unwrap_or(0);
+            let text = match (c.verdict, c.recovery_s) {
+                (CellVerdict::Stuck, _) => match c.escape_fraction {
+                    Some(f) => format!("stuck → out at {f}"),
+                    None => "stuck".into(),
+                },
+                (v, Some(r)) => format!("{} {r} s", v.as_str()),
+                (v, None) => v.as_str().into(),
+            };
+            let o = match c.verdict {
+                CellVerdict::Recovered => 0,
+                CellVerdict::Slow => 1,
+                CellVerdict::Stuck => 2,
+                CellVerdict::Incomplete => 3,
+            };
+            (x, y, o, text)
+        })
+        .collect();
+    GridChart {
+        title: format!("Metastability: recovery after each trigger (knee {:.1} req/s)", p.knee_rps),
+        x_label: "load (fraction of the knee)".into(),
+        y_label: "trigger".into(),
+        columns: loads.iter().map(|l| format!("{l} ({:.1}/s)", l * p.knee_rps)).collect(),
+        rows,
+        legend: vec![
+            ("recovered".into(), super::charts::PALETTE[2]),
+            ("slow".into(), super::charts::PALETTE[1]),
+            ("stuck".into(), super::charts::PALETTE[3]),
+            ("incomplete".into(), plotters::style::RGBColor(190, 190, 190)),
+        ],
+        cells,
+    }
 }
 
 #[cfg(test)]

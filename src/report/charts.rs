@@ -104,6 +104,28 @@ pub enum Chart {
     Lines(LineChart),
     /// Bars.
     Bars(BarChart),
+    /// Coloured cells over two categorical axes.
+    Grid(GridChart),
+}
+
+/// A grid of coloured cells: columns (x) by rows (y), each cell one of a few outcomes.
+#[derive(Clone, Debug, Default)]
+pub struct GridChart {
+    /// Title.
+    pub title: String,
+    /// X axis label.
+    pub x_label: String,
+    /// Y axis label.
+    pub y_label: String,
+    /// Column names, left to right.
+    pub columns: Vec<String>,
+    /// Row names, top to bottom.
+    pub rows: Vec<String>,
+    /// The outcomes' colours (each cell's text names its outcome, so colour is never the
+    /// only cue).
+    pub legend: Vec<(String, RGBColor)>,
+    /// Cells: (column, row, outcome index into `legend`, text in the cell).
+    pub cells: Vec<(usize, usize, usize, String)>,
 }
 
 /// Writes `chart` as `<dir>/<name>.svg` and `.png`; returns the SVG path.
@@ -123,6 +145,7 @@ fn draw<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, chart: &Chart) -> Resu
     match chart {
         Chart::Lines(c) => draw_lines(&root, c).map_err(err)?,
         Chart::Bars(c) => draw_bars(&root, c).map_err(err)?,
+        Chart::Grid(c) => draw_grid(&root, c).map_err(err)?,
     }
     root.present().map_err(err)
 }
@@ -286,6 +309,63 @@ fn draw_bars<DB: DrawingBackend>(
     Ok(())
 }
 
+fn draw_grid<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    c: &GridChart,
+) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+    let (nx, ny) = (c.columns.len().max(1) as u32, c.rows.len().max(1) as u32);
+    let mut chart = ChartBuilder::on(root)
+        .caption(&c.title, (FAMILY, 20))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(120)
+        .build_cartesian_2d((0u32..nx).into_segmented(), (0u32..ny).into_segmented())?;
+    chart
+        .configure_mesh()
+        .disable_mesh()
+        .x_labels(nx as usize)
+        .y_labels(ny as usize)
+        .x_label_formatter(&|v: &SegmentValue<u32>| match v {
+            SegmentValue::CenterOf(i) => c.columns.get(*i as usize).cloned().unwrap_or_default(),
+            _ => String::new(),
+        })
+        // Rows top to bottom: row 0 is drawn highest.
+        .y_label_formatter(&|v: &SegmentValue<u32>| match v {
+            // The axis also asks for the segment past the last one.
+            SegmentValue::CenterOf(i) => {
+                (ny - 1).checked_sub(*i).and_then(|r| c.rows.get(r as usize)).cloned().unwrap_or_default()
+            }
+            _ => String::new(),
+        })
+        .x_desc(&c.x_label)
+        .y_desc(&c.y_label)
+        .label_style((FAMILY, 13))
+        .axis_desc_style((FAMILY, 14))
+        .draw()?;
+    for (x, y, o, text) in &c.cells {
+        let color = c.legend.get(*o).map_or(RGBColor(200, 200, 200), |l| l.1);
+        let (x, y) = (*x as u32, ny - 1 - *y as u32);
+        let mut cell = Rectangle::new(
+            [
+                (SegmentValue::Exact(x), SegmentValue::Exact(y)),
+                (SegmentValue::Exact(x + 1), SegmentValue::Exact(y + 1)),
+            ],
+            color.mix(0.85).filled(),
+        );
+        cell.set_margin(3, 3, 3, 3);
+        chart.draw_series(std::iter::once(cell))?;
+        chart.draw_series(std::iter::once(Text::new(
+            text.clone(),
+            (SegmentValue::CenterOf(x), SegmentValue::CenterOf(y)),
+            (FAMILY, 13).into_font().color(&BLACK).pos(plotters::style::text_anchor::Pos::new(
+                plotters::style::text_anchor::HPos::Center,
+                plotters::style::text_anchor::VPos::Center,
+            )),
+        )))?;
+    }
+    Ok(())
+}
+
 /// An axis or bar value with as many decimals as the range needs.
 fn number(v: f64, range: f64) -> String {
     if range >= 8.0 {
@@ -330,6 +410,29 @@ mod tests {
             bars: vec![("1".into(), 5.0), ("4".into(), 95.0)],
         });
         write(&bars, dir.path(), "bars").unwrap();
+    }
+
+    #[test]
+    fn a_grid_of_one_or_more_rows_is_drawn_with_its_cell_texts() {
+        let dir = tempfile::tempdir().unwrap();
+        for rows in [1usize, 3] {
+            let grid = Chart::Grid(GridChart {
+                title: "probe".into(),
+                x_label: "load".into(),
+                y_label: "trigger".into(),
+                columns: vec!["0.5".into(), "0.7".into()],
+                rows: (0..rows).map(|r| format!("trigger-{r}")).collect(),
+                legend: vec![("recovered".into(), PALETTE[2]), ("stuck".into(), PALETTE[3])],
+                cells: (0..rows)
+                    .flat_map(|r| [(0, r, 0, "recovered 1 s".to_string()), (1, r, 1, "stuck".into())])
+                    .collect(),
+            });
+            let svg = write(&grid, dir.path(), &format!("grid-{rows}")).unwrap();
+            let text = std::fs::read_to_string(&svg).unwrap();
+            for label in ["recovered 1 s", "stuck", "trigger-0", "0.7", "load"] {
+                assert!(text.contains(label), "{rows} rows: {label} missing");
+            }
+        }
     }
 
     #[test]

@@ -22,6 +22,9 @@ pub fn document(s: &Summary, verdict: Option<&Verdict>, charts: &[String]) -> Do
     stampedes(&mut d, s);
     failover(&mut d, s, charts);
     capacity(&mut d, s, charts);
+    conditions(&mut d, s);
+    verification(&mut d, s);
+    probe(&mut d, s, charts);
     files(&mut d);
     d
 }
@@ -400,6 +403,200 @@ fn capacity(d: &mut Doc, s: &Summary, charts: &[String]) {
         chart(d, charts, "sweep-latency", "latency against load with the knee and safe limit marked");
         chart(d, charts, "sweep-throughput", "throughput against load with the knee and safe limit marked");
     }
+}
+
+/// The sweep under each condition, how far the knee moved, and the recommended limit.
+fn conditions(d: &mut Doc, s: &Summary) {
+    let Some(first) = s.conditions.first() else { return };
+    let unit = &first.sweep.unit;
+    d.push(Block::Heading(2, "Capacity under each condition".into()));
+    d.push(Block::Para(
+        "The whole sweep ran once per condition, each fault held at full strength for its own sweep only. The recommended operating limit is the lowest safe limit (80 % of the knee) across the conditions; the pool it needs is the most requests in flight at that load under any condition (Little's law on that condition's own curve). Charts: `sweep-latency` and `sweep-throughput` above draw every condition."
+        .into(),
+    ));
+    let mut lines = Vec::new();
+    if let Some(r) = &s.recommended {
+        let pool = match (r.pool, &r.pool_condition) {
+            (Some(p), Some(c)) => {
+                format!("; size pools and concurrency limits for **{p:.0} in flight** (needed under `{c}`)")
+            }
+            _ => String::new(),
+        };
+        lines.push(format!("**Recommended operating limit: {} {}**, set by `{}`{pool}", r.load, r.unit, r.condition));
+        for u in &r.unknown {
+            lines.push(format!("no safe limit under {u}"));
+        }
+    } else {
+        lines.push("No recommended limit: no condition gave a safe limit (see each condition's confidence)".into());
+    }
+    let base = first.sweep.knee.as_ref().map(|k| k.load);
+    for c in s.conditions.iter().skip(1) {
+        match (base, c.sweep.knee.as_ref().map(|k| k.load)) {
+            (Some(b), Some(k)) => lines.push(format!(
+                "under `{}` the knee {} from {b} to {k} {unit} ({:.2}× the `{}` knee)",
+                c.condition,
+                if k < b {
+                    "drops"
+                } else if k > b {
+                    "rises"
+                } else {
+                    "stays"
+                },
+                k / b,
+                first.condition
+            )),
+            (_, None) => lines.push(format!("under `{}`: no knee — {}", c.condition, c.sweep.confidence)),
+            (None, Some(k)) => lines.push(format!("under `{}` the knee is at {k} {unit}", c.condition)),
+        }
+    }
+    d.push(Block::List(lines));
+    d.push(Block::Table(
+        [
+            "condition",
+            "fault",
+            "knee",
+            "safe limit",
+            "knee vs first",
+            "in flight at the recommended limit",
+            "confidence",
+        ]
+        .iter()
+        .map(|h| (*h).to_string())
+        .collect(),
+        s.conditions
+            .iter()
+            .map(|c| {
+                let fault = match (&c.fault_kind, c.multiplier) {
+                    (Some(k), Some(m)) => format!("{k} ×{m}"),
+                    (Some(k), None) => k.clone(),
+                    _ => "none".into(),
+                };
+                vec![
+                    c.condition.clone(),
+                    fault,
+                    c.sweep.knee.as_ref().map_or("—".into(), |k| format!("{} {unit}", k.load)),
+                    c.sweep.safe_limit.as_ref().map_or("—".into(), |l| format!("{} {unit}", l.load)),
+                    c.knee_ratio.map_or("—".into(), |r| format!("{r:.2}×")),
+                    c.in_flight_at_recommended.map_or("—".into(), |f| format!("{f:.1}")),
+                    c.sweep.confidence.clone(),
+                ]
+            })
+            .collect(),
+    ));
+}
+
+/// The recommended limit held through a trigger: verified or not.
+fn verification(d: &mut Doc, s: &Summary) {
+    let asked = s.plan.as_ref().is_some_and(|p| p.verify_within_s.is_some());
+    if !asked && s.verify.is_none() {
+        return;
+    }
+    d.push(Block::Heading(2, "Verified safe limit".into()));
+    let Some(v) = &s.verify else {
+        d.push(Block::Para("**Not run**: the sweep found no safe limit to verify, or the run stopped first.".into()));
+        return;
+    };
+    let base = match (v.baseline_p95_ms, v.baseline_error_rate) {
+        (Some(p), Some(e)) => format!("p95 {} ms and {} not valid", ms(p), pct(e)),
+        _ => "no valid answers before the trigger".into(),
+    };
+    let back = match v.recovery_s {
+        Some(r) => format!("back to the baseline ({base}) **{r} s** after it ended"),
+        None => format!("**never back** to the baseline ({base}) before the hold ended"),
+    };
+    d.push(Block::Para(format!(
+        "The limit is **{}**: {} {} held, `{}` fired from {:.1} s to {:.1} s; {back} (the limit needs {} s or less; back = 3 seconds in a row with p95 within 1.25× + 50 ms and errors within 2 points of the baseline).",
+        if v.verified { "VERIFIED" } else { "NOT VERIFIED" },
+        v.load,
+        v.unit,
+        v.trigger,
+        v.trigger_start_s,
+        v.trigger_end_s,
+        v.within_s
+    )));
+    if !v.verified {
+        d.push(Block::Para(
+            "What to change: run below this limit, or make the SUT shed and back off when the trigger hits (see Findings), then verify again.".into(),
+        ));
+    }
+}
+
+/// The metastability grid.
+fn probe(d: &mut Doc, s: &Summary, charts: &[String]) {
+    let Some(p) = &s.probe else { return };
+    d.push(Block::Heading(2, "Metastability probe".into()));
+    d.push(Block::Para(format!(
+        "Each cell held a load (a fraction of the knee, {:.1} req/s), fired a trigger, ended it, and watched: **recovered** = back to the cell's baseline within {} s; **slow** = back later; **stuck** = not back while the trigger was gone — a metastable failure. After a stuck cell the load was lowered step by step until the system came back (\"out at\").",
+        p.knee_rps, p.within_s
+    )));
+    let mut lines = Vec::new();
+    match (p.max_recovering_fraction, p.min_stuck_fraction) {
+        (Some(m), Some(st)) => lines.push(format!(
+            "**Largest load that recovers from every trigger tested: {m} × knee ({:.1} req/s)**; stuck from {st} × knee ({:.1} req/s)",
+            m * p.knee_rps,
+            st * p.knee_rps
+        )),
+        (Some(m), None) => lines.push(format!(
+            "**No stuck cell**: every trigger tested was recovered from up to {m} × knee ({:.1} req/s)",
+            m * p.knee_rps
+        )),
+        (None, Some(st)) => lines.push(format!(
+            "**Stuck already at the lowest load tested** ({st} × knee): extend the probe to lower loads"
+        )),
+        (None, None) => lines.push("No cell finished".into()),
+    }
+    lines.push(format!("{} cells: {} stuck, {} slow", p.cells.len(), p.stuck, p.slow));
+    for c in p.cells.iter().filter(|c| c.verdict == analysis::capacity::CellVerdict::Stuck) {
+        lines.push(match (c.escape_fraction, c.escape_tried_to) {
+            (Some(f), _) => format!(
+                "{} × knee, {}: stuck; came back only once the load was lowered to {f} × knee ({:.1} req/s)",
+                c.fraction,
+                c.trigger,
+                f * p.knee_rps
+            ),
+            (None, Some(f)) => format!("{} × knee, {}: stuck, and still stuck at {f} × knee", c.fraction, c.trigger),
+            _ => format!("{} × knee, {}: stuck", c.fraction, c.trigger),
+        });
+    }
+    d.push(Block::List(lines));
+    d.push(Block::Table(
+        [
+            "cell",
+            "load",
+            "trigger",
+            "verdict",
+            "back after",
+            "p95 before",
+            "p95 after",
+            "not valid after",
+            "attempts/request after",
+            "escape",
+        ]
+        .iter()
+        .map(|h| (*h).to_string())
+        .collect(),
+        p.cells
+            .iter()
+            .map(|c| {
+                vec![
+                    c.cell.clone(),
+                    format!("{} × ({:.1}/s)", c.fraction, c.rate),
+                    format!("{} ({} s)", c.trigger, c.trigger_s),
+                    c.verdict.as_str().to_string(),
+                    c.recovery_s.map_or("—".into(), |r| format!("{r} s")),
+                    c.baseline_p95_ms.map_or("—".into(), ms),
+                    c.after_p95_ms.map_or("—".into(), ms),
+                    c.after_error_rate.map_or("—".into(), pct),
+                    c.after_amplification.map_or("—".into(), |a| format!("{a:.2}")),
+                    c.escape_fraction.map_or_else(
+                        || c.escape_tried_to.map_or("—".into(), |f| format!("none down to {f}")),
+                        |f| format!("{f} × knee"),
+                    ),
+                ]
+            })
+            .collect(),
+    ));
+    chart(d, charts, "probe-grid", "load × trigger grid coloured by recovered, slow or stuck");
 }
 
 /// Where the numbers are, and how to re-render.

@@ -166,7 +166,35 @@ pub fn headlines(s: &Summary) -> Vec<String> {
             None => format!("**No failover**: `{}` kept ≥ 5 % of attempts during fault `{}`", f.upstream, f.fault),
         });
     }
-    if let Some(sw) = &s.sweep {
+    if let Some(r) = &s.recommended {
+        out.push(format!(
+            "Recommended operating limit **{} {}** (the lowest safe limit, set by `{}`){}",
+            r.load,
+            r.unit,
+            r.condition,
+            r.pool.map_or(String::new(), |p| format!("; pools for {p:.0} in flight"))
+        ));
+    }
+    if let Some(v) = &s.verify {
+        out.push(format!(
+            "Safe limit {} {} **{}**: after `{}` it was {}",
+            v.load,
+            v.unit,
+            if v.verified { "verified" } else { "NOT verified" },
+            v.trigger,
+            v.recovery_s
+                .map_or("never back to the baseline".into(), |r| format!("back in {r} s (needs ≤ {} s)", v.within_s))
+        ));
+    }
+    if let Some(p) = &s.probe {
+        out.push(format!(
+            "Metastability probe: {} of {} cells stuck; largest load recovering from every trigger: {}",
+            p.stuck,
+            p.cells.len(),
+            p.max_recovering_fraction.map_or("none".into(), |m| format!("{m} × knee ({:.1} req/s)", m * p.knee_rps))
+        ));
+    }
+    if let Some(sw) = s.sweep.as_ref().filter(|_| s.conditions.is_empty()) {
         match (&sw.knee, &sw.safe_limit) {
             (Some(k), Some(l)) => out.push(format!(
                 "Knee at **{} {}** ({:.1} req/s); safe limit **{} {}** ≈ {:.1} req/s, {:.0} in flight ({})",

@@ -104,6 +104,35 @@ pub const METRICS: &[Metric] = &[
     m("sweep.knee.rps", "throughput at the knee, req/s", false, Worse::Lower, true),
     m("sweep.safe_limit.load", "80 % of the knee (users or req/s)", false, Worse::Lower, true),
     m("sweep.safe_limit.rps", "throughput at the safe limit, req/s", false, Worse::Lower, true),
+    m(
+        "sweep.recommended.load",
+        "the lowest safe limit across the sweep's conditions (users or req/s)",
+        false,
+        Worse::Lower,
+        true,
+    ),
+    m(
+        "verify.verified",
+        "1 when the safe limit came back from the trigger in time, else 0",
+        false,
+        Worse::Lower,
+        false,
+    ),
+    m(
+        "verify.recovery_s",
+        "seconds to recover at the safe limit after the trigger (never: fails)",
+        false,
+        Worse::Higher,
+        true,
+    ),
+    m("probe.stuck_cells", "metastability probe cells that did not recover", false, Worse::Higher, false),
+    m(
+        "probe.max_recovering_fraction",
+        "largest load (fraction of the knee) recovering from every trigger tested",
+        false,
+        Worse::Lower,
+        false,
+    ),
     m("requests", "client requests completed", true, Worse::Lower, true),
 ];
 

@@ -174,6 +174,60 @@ pub struct SweepSpec {
     pub warmup: Option<Duration>,
     /// Open steps: arrival process (default constant).
     pub arrival: Option<Arrival>,
+    /// Repeat the whole sweep under each of these: `"healthy"` (no fault) or the name of a
+    /// `[[fault]]`, held at full strength for that sweep only (its `start`, `duration` and
+    /// `ramp` do not apply). Absent: one sweep under the scenario's own timeline.
+    pub conditions: Option<Vec<String>>,
+}
+
+/// The condition name of a sweep with no fault.
+pub const HEALTHY: &str = "healthy";
+
+/// `[load.verify]`: after the sweep, hold the load at the recommended safe limit, fire a
+/// trigger fault, and check that latency and errors come back within `within`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct VerifySpec {
+    /// The `[[fault]]` to fire (its own strength and `duration`; its `start` does not apply).
+    /// Default: the condition fault that set the recommended limit, else the first fault
+    /// among `load.sweep.conditions`.
+    pub trigger: Option<String>,
+    /// Load held before the trigger, the baseline to come back to (default 20s).
+    pub before: Option<Duration>,
+    /// Load held after the trigger ends (default 60s).
+    pub after: Option<Duration>,
+    /// Back to the baseline within this after the trigger ends, or the limit is not verified
+    /// (default 20s).
+    pub within: Option<Duration>,
+}
+
+/// `[load.probe]`: the metastability probe. For each load (a fraction of the knee) and each
+/// trigger fault: hold the load, fire the trigger, end it, and see whether the system comes
+/// back — within `within` (recovered), later (slow) or not while the trigger is gone (stuck).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ProbeSpec {
+    /// Open-load rates as fractions of the knee, e.g. [0.5, 0.6, 0.7, 0.8, 0.9].
+    pub loads: Vec<f64>,
+    /// The knee, req/s. Default: the knee of this run's sweep (its first condition).
+    pub knee_rps: Option<f64>,
+    /// `[[fault]]` names fired one per cell, each with its own strength and `duration`.
+    pub triggers: Vec<String>,
+    /// Load held before the trigger: the cell's baseline (default 15s).
+    pub baseline: Option<Duration>,
+    /// Load held after the trigger ends (default 30s).
+    pub observe: Option<Duration>,
+    /// Back within this after the trigger is `recovered`, later `slow` (default 10s).
+    pub within: Option<Duration>,
+    /// No load between cells, for queues to drain (default 10s).
+    pub settle: Option<Duration>,
+    /// Arrival process (default constant).
+    pub arrival: Option<Arrival>,
+    /// After a stuck cell, step the load down by this fraction of the knee, one hold at a
+    /// time, until the system recovers (default 0.1; 0 turns the escape search off).
+    pub escape_step: Option<f64>,
+    /// How long each escape step is held (default 10s).
+    pub escape_hold: Option<Duration>,
 }
 
 /// `[load]` as written.
@@ -214,6 +268,10 @@ pub struct LoadSection {
     pub phase: Vec<PhaseSpec>,
     /// A sweep, run after the phases.
     pub sweep: Option<SweepSpec>,
+    /// Verify the recommended safe limit after the sweep.
+    pub verify: Option<VerifySpec>,
+    /// The metastability probe, run last.
+    pub probe: Option<ProbeSpec>,
 }
 
 /// The load of one stage.
@@ -246,7 +304,7 @@ impl LoadLevel {
     }
 }
 
-/// Whether a stage is a phase or a sweep step.
+/// Whether a stage is a phase, a sweep step, or part of the verification or the probe.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum StageKind {
@@ -254,6 +312,48 @@ pub enum StageKind {
     Phase,
     /// A step of `[load.sweep]`.
     Step,
+    /// A stage of `[load.verify]` (laid out once the sweep has been analysed).
+    Verify,
+    /// A stage of a `[load.probe]` cell (laid out once the knee is known).
+    Probe,
+}
+
+impl StageKind {
+    /// As written in `summary.json`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Phase => "phase",
+            Self::Step => "step",
+            Self::Verify => "verify",
+            Self::Probe => "probe",
+        }
+    }
+}
+
+/// What a verification or probe stage is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Part {
+    /// Load held before the trigger: the baseline.
+    Before,
+    /// The trigger fault is on.
+    Trigger,
+    /// The trigger has ended: does the system come back?
+    After,
+    /// After a stuck cell: a lower load, to find where the system escapes.
+    Escape,
+}
+
+impl Part {
+    /// As written in `summary.json` and in stage names.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Before => "before",
+            Self::Trigger => "trigger",
+            Self::After => "after",
+            Self::Escape => "escape",
+        }
+    }
 }
 
 /// One stage of the run, with its absolute time.
@@ -271,6 +371,11 @@ pub struct Stage {
     pub warmup: Duration,
     /// Its load.
     pub level: LoadLevel,
+    /// A sweep step's condition (`healthy` or a fault name) when the sweep has conditions;
+    /// `verify`, or a probe cell's id (`cell-3`), for those stages.
+    pub group: Option<String>,
+    /// What a verification or probe stage is for.
+    pub part: Option<Part>,
 }
 
 impl Stage {
@@ -307,8 +412,69 @@ pub struct Load {
     pub retry: ClientRetry,
     /// Fallback recognition.
     pub fallback: FallbackMatch,
-    /// Every stage, in time order.
+    /// Every stage known before the run, in time order (verification and probe stages are
+    /// laid out while it runs).
     pub stages: Vec<Stage>,
+    /// The sweep's conditions, in order (empty: one sweep under the scenario's timeline).
+    pub conditions: Vec<String>,
+    /// `[load.verify]`, resolved.
+    pub verify: Option<Verify>,
+    /// `[load.probe]`, resolved.
+    pub probe: Option<Probe>,
+}
+
+/// `[load.verify]` resolved.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Verify {
+    /// The trigger fault (None: chosen from the conditions when the sweep is analysed).
+    pub trigger: Option<String>,
+    /// Load held before the trigger.
+    pub before: Duration,
+    /// Load held after the trigger ends.
+    pub after: Duration,
+    /// Recovery deadline after the trigger ends.
+    pub within: Duration,
+}
+
+impl Verify {
+    /// The defaults (`chaos run --verify` on a file with no `[load.verify]`).
+    pub fn defaults() -> Self {
+        Self::from_spec(&VerifySpec::default())
+    }
+
+    fn from_spec(v: &VerifySpec) -> Self {
+        Self {
+            trigger: v.trigger.clone(),
+            before: v.before.unwrap_or(Duration::from_secs(20)),
+            after: v.after.unwrap_or(Duration::from_secs(60)),
+            within: v.within.unwrap_or(Duration::from_secs(20)),
+        }
+    }
+}
+
+/// `[load.probe]` resolved.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Probe {
+    /// Loads, as fractions of the knee, in rising order.
+    pub loads: Vec<f64>,
+    /// The knee, req/s, when given (else from the sweep).
+    pub knee_rps: Option<f64>,
+    /// Trigger fault names.
+    pub triggers: Vec<String>,
+    /// Baseline hold.
+    pub baseline: Duration,
+    /// Hold after the trigger.
+    pub observe: Duration,
+    /// Recovered within this.
+    pub within: Duration,
+    /// Pause between cells.
+    pub settle: Duration,
+    /// Arrivals.
+    pub arrival: Arrival,
+    /// Escape search step (fraction of the knee; 0: off).
+    pub escape_step: f64,
+    /// Escape step hold.
+    pub escape_hold: Duration,
 }
 
 impl Load {

@@ -6,6 +6,7 @@
 //! Layer 1: may hold `faults` types; builds on the ground; must not depend on `faults`'
 //! siblings above it (`mock`, `load`, `sut`, `gateway`) or anything higher.
 
+mod capacity;
 mod distribution;
 pub mod gate;
 pub mod load;
@@ -92,6 +93,10 @@ pub struct NamedFault {
     pub name: String,
     /// The definition.
     pub fault: Fault,
+    /// The sweep condition (its name) or the verification or probe cell (`verify`,
+    /// `cell-3`) the fault belongs to; `None` for the scenario's own timeline.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
 }
 
 /// A mock upstream after its profile chain has been resolved.
@@ -118,8 +123,12 @@ pub struct Scenario {
     pub seed: u64,
     /// Resolved upstreams, in file order.
     pub upstreams: Vec<Upstream>,
-    /// The fault timeline, `start` counted from the run start (phase anchors resolved).
+    /// The fault timeline, `start` counted from the run start (phase anchors resolved, sweep
+    /// condition faults placed on their condition's sweep).
     pub faults: Vec<NamedFault>,
+    /// Faults fired by `[load.verify]` and `[load.probe]`, as defined (their windows are placed
+    /// while the run goes); not on the timeline above unless they are also sweep conditions.
+    pub triggers: Vec<NamedFault>,
     /// The system under test (`None`: the first upstream).
     pub sut: Option<Sut>,
     /// The load (`None`: the file only describes upstreams and faults; it cannot be run).
@@ -155,6 +164,31 @@ pub struct Variant {
 }
 
 impl Scenario {
+    /// How long the load is planned to take: its stages, then the verification and the probe
+    /// (without the probe's escape steps, which only a stuck cell runs).
+    pub fn estimated_length(&self) -> Duration {
+        let Some(load) = &self.load else { return Duration::ZERO };
+        let trigger = |name: &str| {
+            self.triggers
+                .iter()
+                .find(|t| t.name == name)
+                .and_then(|t| t.fault.envelope().duration)
+                .unwrap_or(DEFAULT_TRIGGER)
+        };
+        let mut total = load.length();
+        if let Some(v) = &load.verify {
+            total += v.before + v.trigger.as_deref().map_or(DEFAULT_TRIGGER, trigger) + v.after;
+        }
+        if let Some(p) = &load.probe {
+            for t in &p.triggers {
+                for _ in &p.loads {
+                    total += p.baseline + trigger(t) + p.observe + p.settle;
+                }
+            }
+        }
+        total
+    }
+
     /// The longest the load may run (see [`Limits::max_duration`]).
     pub fn max_duration(&self) -> Duration {
         let (length, timeout) =
@@ -172,6 +206,10 @@ pub fn wire_name<T: Serialize>(value: &T) -> String {
         Err(_) => "?".into(),
     }
 }
+
+/// How long a verification or probe trigger with no `duration` of its own fires (a sweep
+/// condition's fault).
+pub const DEFAULT_TRIGGER: Duration = Duration::from_secs(30);
 
 /// The seed used when a file does not set one.
 pub const DEFAULT_SEED: u64 = 1;
@@ -282,6 +320,7 @@ impl Scenario {
         let load = file.load.as_ref().map(load::resolve);
         let anchored = anchor_faults(src, &file.fault, load.as_ref(), &mut errors);
         let faults = check_faults(src, &anchored, &names, &mut errors);
+        let (faults, triggers) = capacity::place(src, faults, load.as_ref(), &mut errors);
         check_gate(src, &file.gate, load.as_ref(), &mut errors);
         if let Some(e) = ScenarioError::from_list(errors) {
             return Err(e);
@@ -293,6 +332,7 @@ impl Scenario {
             seed: file.seed.unwrap_or(DEFAULT_SEED),
             upstreams,
             faults,
+            triggers,
             sut: file.sut.as_ref().map(|s| s.resolve(src.dir())),
             load,
             limits: sut::resolve_limits(&file.limits, &file.abort),
@@ -303,6 +343,33 @@ impl Scenario {
             variant: None,
             variants: Vec::new(),
         })
+    }
+
+    /// The same scenario with `[load.verify]` at its defaults when the file has none
+    /// (`chaos run --verify`); an error when there is nothing to verify or nothing to fire.
+    pub fn with_verification(mut self) -> Result<Self, String> {
+        let scale = self.time_scale;
+        let path = self.path.display().to_string();
+        let load = self.load.as_mut().ok_or_else(|| format!("--verify: {path} has no [load]"))?;
+        if !load.stages.iter().any(|s| s.kind == StageKind::Step) {
+            return Err(format!("--verify: {path} has no [load.sweep] to find the safe limit it verifies"));
+        }
+        if load.verify.is_none() {
+            if !load.conditions.iter().any(|c| c != load::HEALTHY) {
+                return Err(format!(
+                    "--verify: {path} names no trigger: add a fault to load.sweep.conditions, or [load.verify] trigger = \"FAULT\""
+                ));
+            }
+            let mut v = load::Verify::defaults();
+            for d in [&mut v.before, &mut v.after, &mut v.within] {
+                *d = d.scaled(scale);
+            }
+            load.verify = Some(v);
+        }
+        for v in &mut self.variants {
+            *v.scenario = v.scenario.as_ref().clone().with_verification()?;
+        }
+        Ok(self)
     }
 
     /// The same scenario with every timeline duration multiplied by `factor` (`--time-scale`):
@@ -323,7 +390,22 @@ impl Scenario {
                 }
             }
         }
-        for f in &mut self.faults {
+        if let Some(load) = &mut self.load {
+            if let Some(v) = &mut load.verify {
+                for d in [&mut v.before, &mut v.after, &mut v.within] {
+                    *d = d.scaled(factor);
+                }
+            }
+            if let Some(p) = &mut load.probe {
+                for d in [&mut p.baseline, &mut p.observe, &mut p.within, &mut p.settle, &mut p.escape_hold] {
+                    *d = d.scaled(factor);
+                }
+                // An escape is 3 good seconds in a row inside one hold: a shorter hold could
+                // never show one.
+                p.escape_hold = p.escape_hold.max(Duration::from_secs(5));
+            }
+        }
+        for f in self.faults.iter_mut().chain(self.triggers.iter_mut()) {
             let env = f.fault.envelope_mut();
             for d in [env.start, env.duration, env.ramp] {
                 *d = d.map(|d| d.scaled(factor));

@@ -116,7 +116,7 @@ fn check_faults_at(
                 format!("one of the upstreams: {}", known.join(", ")),
             ));
         }
-        out.push(NamedFault { name, fault: fault.clone() });
+        out.push(NamedFault { name, fault: fault.clone(), group: None });
     }
     out
 }

@@ -8,7 +8,7 @@ use hdrhistogram::Histogram;
 use super::{Level, Percentiles, ScheduleSummary, StageSummary, Sustainability};
 use crate::analysis::recorder::{OutcomeCounts, StageRecord};
 use crate::load::{Outcome, StageSchedule};
-use crate::scenario::{LoadLevel, Stage, StageKind};
+use crate::scenario::{LoadLevel, Stage};
 
 /// Outcome counts as a name → count map (every outcome present, zeros included).
 pub fn outcome_map(c: &OutcomeCounts) -> BTreeMap<String, u64> {
@@ -85,10 +85,9 @@ pub fn stage_summary(
     };
     StageSummary {
         name: stage.name.clone(),
-        kind: match stage.kind {
-            StageKind::Phase => "phase".into(),
-            StageKind::Step => "step".into(),
-        },
+        kind: stage.kind.as_str().into(),
+        group: stage.group.clone(),
+        part: stage.part.map(|p| p.as_str().to_string()),
         start_s: stage.start.as_std().as_secs_f64(),
         duration_s: stage.duration.as_std().as_secs_f64(),
         warmup_s: stage.warmup.as_std().as_secs_f64(),

@@ -17,6 +17,8 @@ fn open_stage(rate: f64, secs: u64) -> Stage {
         duration: Duration::from_secs(secs),
         warmup: Duration::ZERO,
         level: LoadLevel::Open { rate, arrival: Arrival::Constant },
+        group: None,
+        part: None,
     }
 }
 
@@ -119,6 +121,8 @@ mod latency_tests {
             duration: Duration::from_secs(100),
             warmup: Duration::ZERO,
             level: LoadLevel::Open { rate: 1.0, arrival: Arrival::Constant },
+            group: None,
+            part: None,
         };
         let mut rec = Recorder::new(std::slice::from_ref(&stage), 0);
         for i in 0..100u64 {

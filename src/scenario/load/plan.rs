@@ -8,8 +8,12 @@ use crate::located::Problems;
 pub(crate) fn problems(load: &LoadSection) -> Problems {
     let mut out = Problems::default();
     let mut push = |k: String, found: String, expected: &str| out.push(k, found, expected);
-    if load.phase.is_empty() && load.sweep.is_none() {
-        push("load".into(), "no phases and no sweep".into(), "at least one [[load.phase]] or a [load.sweep]");
+    if load.phase.is_empty() && load.sweep.is_none() && load.probe.is_none() {
+        push(
+            "load".into(),
+            "no phases, no sweep and no probe".into(),
+            "at least one [[load.phase]], a [load.sweep] or a [load.probe]",
+        );
     }
     if let Some(e) = &load.endpoint
         && !e.starts_with('/')
@@ -95,6 +99,98 @@ pub(crate) fn problems(load: &LoadSection) -> Problems {
         if s.warmup.is_some_and(|w| w >= s.step) {
             push("load.sweep.warmup".into(), s.warmup.unwrap_or_default().to_string(), "shorter than the step");
         }
+        if let Some(c) = &s.conditions {
+            if c.is_empty() {
+                push(
+                    "load.sweep.conditions".into(),
+                    "[]".into(),
+                    "at least one condition, e.g. [\"healthy\", \"slow\"]",
+                );
+            }
+            let mut seen = std::collections::HashSet::new();
+            for (i, name) in c.iter().enumerate() {
+                if !seen.insert(name.as_str()) {
+                    push(format!("load.sweep.conditions[{i}]"), format!("{name:?} again"), "each condition once");
+                }
+            }
+        }
+    }
+    if let Some(v) = &load.verify {
+        if load.sweep.is_none() {
+            push(
+                "load.verify".into(),
+                "a verification without a sweep".into(),
+                "a [load.sweep] to find the safe limit it verifies",
+            );
+        }
+        for (k, d) in [("before", v.before), ("after", v.after), ("within", v.within)] {
+            if d.is_some_and(|d| d.as_std().is_zero()) {
+                push(format!("load.verify.{k}"), "0s".into(), "a duration > 0");
+            }
+        }
+        if let (Some(w), Some(a)) = (v.within, v.after)
+            && w > a
+        {
+            push(
+                "load.verify.within".into(),
+                format!("{w} (after is {a})"),
+                "no longer than `after`: recovery is watched for that long",
+            );
+        }
+    }
+    if let Some(p) = &load.probe {
+        if p.loads.is_empty() || p.loads.iter().any(|f| !(*f > 0.0 && *f <= 2.0)) {
+            push(
+                "load.probe.loads".into(),
+                format!("{:?}", p.loads),
+                "fractions of the knee, each in (0, 2], e.g. [0.5, 0.7, 0.9]",
+            );
+        } else if p.loads.windows(2).any(|w| w[1] <= w[0]) {
+            push("load.probe.loads".into(), format!("{:?}", p.loads), "in strictly increasing order");
+        }
+        if p.triggers.is_empty() {
+            push("load.probe.triggers".into(), "[]".into(), "at least one [[fault]] name to fire");
+        }
+        match p.knee_rps {
+            Some(k) if !(k > 0.0 && k.is_finite()) => push("load.probe.knee_rps".into(), k.to_string(), "req/s > 0"),
+            None if load.sweep.is_none() => push(
+                "load.probe.knee_rps".into(),
+                "no knee_rps and no [load.sweep]".into(),
+                "knee_rps = R (req/s), or a [load.sweep] to measure the knee",
+            ),
+            _ => {}
+        }
+        for (k, d) in
+            [("baseline", p.baseline), ("observe", p.observe), ("within", p.within), ("escape_hold", p.escape_hold)]
+        {
+            if d.is_some_and(|d| d.as_std().is_zero()) {
+                push(format!("load.probe.{k}"), "0s".into(), "a duration > 0");
+            }
+        }
+        if let (Some(w), Some(o)) = (p.within, p.observe)
+            && w >= o
+        {
+            push(
+                "load.probe.within".into(),
+                format!("{w} (observe is {o})"),
+                "shorter than `observe`, so slow can be told from recovered",
+            );
+        }
+        // The escape search needs 3 good seconds in a row inside one hold (the recovery rule).
+        if p.escape_hold.is_some_and(|d| d.as_std() < std::time::Duration::from_secs(5)) {
+            push(
+                "load.probe.escape_hold".into(),
+                p.escape_hold.unwrap_or_default().to_string(),
+                "at least 5s: recovery is 3 good seconds in a row inside one hold",
+            );
+        }
+        if p.escape_step.is_some_and(|s| !(0.0..1.0).contains(&s)) {
+            push(
+                "load.probe.escape_step".into(),
+                format!("{:?}", p.escape_step.unwrap_or_default()),
+                "a fraction of the knee in [0, 1)",
+            );
+        }
     }
     let r = &load.retry;
     if r.backoff.as_ref().is_some_and(|b| b.base > b.max) {
@@ -121,9 +217,12 @@ pub(crate) fn resolve(load: &LoadSection) -> Load {
             duration,
             warmup: p.warmup.unwrap_or_default(),
             level,
+            group: None,
+            part: None,
         });
         at += duration;
     }
+    let conditions = load.sweep.as_ref().and_then(|s| s.conditions.clone()).unwrap_or_default();
     if let Some(s) = &load.sweep {
         let levels: Vec<LoadLevel> = match (&s.users, &s.rates) {
             (Some(users), _) => users.iter().map(|&users| LoadLevel::Closed { users, think: Duration::ZERO }).collect(),
@@ -132,20 +231,38 @@ pub(crate) fn resolve(load: &LoadSection) -> Load {
             }
             (None, None) => Vec::new(),
         };
-        for (i, level) in levels.into_iter().enumerate() {
-            let duration = s.step;
-            let warmup = s.warmup.unwrap_or_default();
-            stages.push(Stage {
-                name: format!("step-{}", i + 1),
-                kind: StageKind::Step,
-                start: at,
-                duration,
-                warmup,
-                level,
-            });
-            at += duration;
+        // Without conditions, one sweep; with them, the whole sweep once per condition.
+        let groups: Vec<Option<&String>> =
+            if conditions.is_empty() { vec![None] } else { conditions.iter().map(Some).collect() };
+        for group in groups {
+            for (i, level) in levels.iter().enumerate() {
+                let duration = s.step;
+                stages.push(Stage {
+                    name: group.map_or_else(|| format!("step-{}", i + 1), |c| format!("{c}/step-{}", i + 1)),
+                    kind: StageKind::Step,
+                    start: at,
+                    duration,
+                    warmup: s.warmup.unwrap_or_default(),
+                    level: *level,
+                    group: group.cloned(),
+                    part: None,
+                });
+                at += duration;
+            }
         }
     }
+    let probe = load.probe.as_ref().map(|p| Probe {
+        loads: p.loads.clone(),
+        knee_rps: p.knee_rps,
+        triggers: p.triggers.clone(),
+        baseline: p.baseline.unwrap_or(Duration::from_secs(15)),
+        observe: p.observe.unwrap_or(Duration::from_secs(30)),
+        within: p.within.unwrap_or(Duration::from_secs(10)),
+        settle: p.settle.unwrap_or(Duration::from_secs(10)),
+        arrival: p.arrival.unwrap_or_default(),
+        escape_step: p.escape_step.unwrap_or(0.1),
+        escape_hold: p.escape_hold.unwrap_or(Duration::from_secs(10)),
+    });
     Load {
         api,
         endpoint: load.endpoint.clone().unwrap_or_else(|| api.default_endpoint().to_string()),
@@ -166,5 +283,8 @@ pub(crate) fn resolve(load: &LoadSection) -> Load {
         retry: load.retry.clone(),
         fallback: load.fallback.clone(),
         stages,
+        conditions,
+        verify: load.verify.as_ref().map(Verify::from_spec),
+        probe,
     }
 }

@@ -1,0 +1,481 @@
+//! Capacity planning past the knee, from the stages a run measured:
+//!
+//! - **Conditions.** A sweep repeated under each condition (`healthy` or a fault held at full
+//!   strength) gives a knee and a safe limit per condition ([`sweep::analyse`] on each); the
+//!   recommended operating limit is the lowest safe limit, and the pool it needs is the most
+//!   requests in flight at that load under any condition (Little's law on that condition's
+//!   own measured curve, not a multiplier applied to the healthy one).
+//! - **Verification.** The recommended limit held, a trigger fired and ended: back to the
+//!   baseline (the recovery definition of [`recovery`]) within the stated time, or not verified.
+//! - **Probe.** For each cell (a load × a trigger): back within `within` (*recovered*), later
+//!   (*slow*), or not before the cell ends while the trigger is gone (*stuck*: a metastable
+//!   failure); after a stuck cell, the lower load at which the system escaped.
+//!
+//! Pure: the same stages, fault windows and samples give the same verdicts, live (the run uses
+//! them to choose what to run next) or from a saved folder.
+//!
+//! Layer 3: builds on `record` and the analysis around it; must not depend on `gate`,
+//! `report`, `experiment` or `cli`.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::recovery::{self, FaultWindow, STABLE_WINDOWS, SendSecond};
+use super::summary::{Level, StageSummary, Summary};
+use super::sweep::{self, SweepAnalysis, SweepStep};
+use crate::record::Sample;
+
+/// The settings the verdicts need, copied from the scenario into the summary.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct PlanSettings {
+    /// `[load.verify] within`, s.
+    pub verify_within_s: Option<f64>,
+    /// `[load.probe] within`, s.
+    pub probe_within_s: Option<f64>,
+    /// The knee the probe's loads are fractions of, req/s (given, or measured by the sweep).
+    pub probe_knee_rps: Option<f64>,
+}
+
+/// The sweep under one condition.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ConditionSweep {
+    /// `healthy` or the fault's name.
+    pub condition: String,
+    /// The fault's kind, if any.
+    pub fault_kind: Option<String>,
+    /// Its latency multiplier, if any.
+    pub multiplier: Option<f64>,
+    /// Knee, safe limit and steps under this condition.
+    pub sweep: SweepAnalysis,
+    /// This knee over the first condition's (0.34: the knee dropped to a third).
+    pub knee_ratio: Option<f64>,
+    /// Requests in flight at the recommended limit under this condition (Little's law on this
+    /// condition's curve): the pool this condition needs.
+    pub in_flight_at_recommended: Option<f64>,
+}
+
+/// The recommended operating limit.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Recommended {
+    /// Load in the sweep's unit (users or req/s).
+    pub load: f64,
+    /// `users` or `rps`.
+    pub unit: String,
+    /// The condition whose safe limit it is (the lowest).
+    pub condition: String,
+    /// The most requests in flight at this load under any condition.
+    pub pool: Option<f64>,
+    /// The condition that needs that pool.
+    pub pool_condition: Option<String>,
+    /// Conditions that gave no safe limit, and why.
+    pub unknown: Vec<String>,
+}
+
+/// `summary.verify`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Verification {
+    /// The load held (the recommended limit; users rounded down).
+    pub load: f64,
+    /// `users` or `rps`.
+    pub unit: String,
+    /// The fault fired.
+    pub trigger: String,
+    /// When it started and ended, s from the load start.
+    pub trigger_start_s: f64,
+    /// End, s.
+    pub trigger_end_s: f64,
+    /// The recovery deadline, s.
+    pub within_s: f64,
+    /// Baseline (the `before` stage): p95 of valid answers, ms.
+    pub baseline_p95_ms: Option<f64>,
+    /// Baseline share of requests that were not valid answers.
+    pub baseline_error_rate: Option<f64>,
+    /// Seconds from the trigger's end until back to the baseline (`null`: never).
+    pub recovery_s: Option<f64>,
+    /// Back within `within_s`.
+    pub verified: bool,
+}
+
+/// A probe cell's outcome.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum CellVerdict {
+    /// Back to the baseline within `within`.
+    Recovered,
+    /// Back, but later than `within`.
+    Slow,
+    /// Not back while the trigger was gone: a metastable failure.
+    Stuck,
+    /// The cell did not run to its end (the run stopped) or had no baseline.
+    Incomplete,
+}
+
+impl CellVerdict {
+    /// As written in reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Recovered => "recovered",
+            Self::Slow => "slow",
+            Self::Stuck => "stuck",
+            Self::Incomplete => "incomplete",
+        }
+    }
+}
+
+/// One cell of the probe.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ProbeCell {
+    /// Its id (`cell-3`), the group of its stages and its trigger's window.
+    pub cell: String,
+    /// The trigger fault.
+    pub trigger: String,
+    /// The load as a fraction of the knee.
+    pub fraction: f64,
+    /// The load, req/s.
+    pub rate: f64,
+    /// The trigger's length, s.
+    pub trigger_s: f64,
+    /// Recovered, slow, stuck or incomplete.
+    pub verdict: CellVerdict,
+    /// Seconds from the trigger's end until back to the baseline.
+    pub recovery_s: Option<f64>,
+    /// Baseline p95 of valid answers, ms.
+    pub baseline_p95_ms: Option<f64>,
+    /// After the trigger: p95 of valid answers, ms, and the share not valid.
+    pub after_p95_ms: Option<f64>,
+    /// Share of the after stage's requests that were not valid answers.
+    pub after_error_rate: Option<f64>,
+    /// Upstream attempts per request after the trigger.
+    pub after_amplification: Option<f64>,
+    /// After a stuck cell: the fraction of the knee at which the system came back.
+    pub escape_fraction: Option<f64>,
+    /// The lowest fraction tried when it did not come back at all.
+    pub escape_tried_to: Option<f64>,
+}
+
+/// `summary.probe`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ProbeAnalysis {
+    /// The knee the loads are fractions of, req/s.
+    pub knee_rps: f64,
+    /// Recovered within this, s.
+    pub within_s: f64,
+    /// Every cell, in the order run.
+    pub cells: Vec<ProbeCell>,
+    /// Cells stuck.
+    pub stuck: u64,
+    /// Cells slow.
+    pub slow: u64,
+    /// The largest load (fraction of the knee) at or below which no cell got stuck, for every
+    /// trigger tested; `None` when even the lowest got stuck.
+    pub max_recovering_fraction: Option<f64>,
+    /// The lowest load at which a cell got stuck.
+    pub min_stuck_fraction: Option<f64>,
+}
+
+/// Sweep steps from stage summaries (in order of rising load).
+pub fn sweep_steps<'a>(stages: impl Iterator<Item = &'a StageSummary>) -> Vec<SweepStep> {
+    stages
+        .map(|st| {
+            // The curve of what a successful user waited; a step where nothing succeeded
+            // falls back to every outcome (its errors cut the usable curve anyway).
+            let lat = st.latency_valid_ms.or(st.latency_ms).unwrap_or_default();
+            SweepStep {
+                load: level_amount(st.level),
+                offered_rps: st.offered_rps,
+                goodput_rps: st.goodput_rps,
+                p50_ms: lat.p50,
+                p95_ms: lat.p95,
+                p99_ms: lat.p99,
+                mean_ms: lat.mean,
+                error_rate: st.error_rate,
+                sustainability: crate::scenario::wire_name(&st.sustainability),
+            }
+        })
+        .collect()
+}
+
+fn level_amount(l: Level) -> f64 {
+    match l {
+        Level::Closed { users } => f64::from(users),
+        Level::Open { rate } => rate,
+    }
+}
+
+fn round3(v: f64) -> f64 {
+    (v * 1000.0).round() / 1000.0
+}
+
+/// The sweep analyses of a run: the first (or only) condition's, every condition's, and the
+/// recommended limit. `multiplier` is the worst latency multiplier of the scenario's own
+/// timeline, for a sweep without conditions.
+pub fn sweeps(s: &Summary) -> (Option<SweepAnalysis>, Vec<ConditionSweep>, Option<Recommended>) {
+    let steps: Vec<&StageSummary> = s.stages.iter().filter(|st| st.kind == "step").collect();
+    let unit = match steps.first().map(|st| st.level) {
+        Some(Level::Open { .. }) => "rps",
+        _ => "users",
+    };
+    let mut names: Vec<&str> = Vec::new();
+    for st in &steps {
+        if let Some(g) = st.group.as_deref()
+            && !names.contains(&g)
+        {
+            names.push(g);
+        }
+    }
+    if names.is_empty() {
+        let multiplier = s.faults.iter().filter(|f| f.group.is_none()).filter_map(|f| f.multiplier).reduce(f64::max);
+        let sw = (!steps.is_empty()).then(|| sweep::analyse(unit, sweep_steps(steps.iter().copied()), multiplier));
+        return (sw, Vec::new(), None);
+    }
+    let mut conditions: Vec<ConditionSweep> = names
+        .iter()
+        .map(|&c| {
+            let fault = s.faults.iter().find(|f| f.group.as_deref() == Some(c));
+            let own = sweep_steps(steps.iter().copied().filter(|st| st.group.as_deref() == Some(c)));
+            ConditionSweep {
+                condition: c.to_string(),
+                fault_kind: fault.map(|f| f.kind.clone()),
+                multiplier: fault.and_then(|f| f.multiplier),
+                // Each condition's pool comes from its own curve: no multiplier projection.
+                sweep: sweep::analyse(unit, own, None),
+                knee_ratio: None,
+                in_flight_at_recommended: None,
+            }
+        })
+        .collect();
+    let first_knee = conditions[0].sweep.knee.as_ref().map(|k| k.load);
+    for c in &mut conditions {
+        c.knee_ratio = match (first_knee, c.sweep.knee.as_ref()) {
+            (Some(f), Some(k)) if f > 0.0 => Some(round3(k.load / f)),
+            _ => None,
+        };
+    }
+    let limiting = conditions
+        .iter()
+        .filter_map(|c| c.sweep.safe_limit.as_ref().map(|l| (c.condition.clone(), l.load)))
+        .min_by(|a, b| a.1.total_cmp(&b.1));
+    let unknown: Vec<String> = conditions
+        .iter()
+        .filter(|c| c.sweep.safe_limit.is_none())
+        .map(|c| format!("{}: {}", c.condition, c.sweep.confidence))
+        .collect();
+    let recommended = limiting.map(|(condition, load)| {
+        for c in &mut conditions {
+            c.in_flight_at_recommended = c.sweep.in_flight_at(load).map(round3);
+        }
+        let pool = conditions
+            .iter()
+            .filter_map(|c| c.in_flight_at_recommended.map(|f| (c.condition.clone(), f)))
+            .max_by(|a, b| a.1.total_cmp(&b.1));
+        Recommended {
+            load,
+            unit: unit.to_string(),
+            condition,
+            pool: pool.as_ref().map(|p| p.1),
+            pool_condition: pool.map(|p| p.0),
+            unknown,
+        }
+    });
+    (Some(conditions[0].sweep.clone()), conditions, recommended)
+}
+
+/// The span of a stage on the run clock, µs: from the end of its warm-up to its end.
+fn span_us(s: &Summary, st: &StageSummary) -> (u64, u64) {
+    let us = |secs: f64| s.load_start_us + (secs * 1e6).round() as u64;
+    (us(st.start_s + st.warmup_s), us(st.start_s + st.duration_s))
+}
+
+/// Seconds after `fault`'s end until the requests sent are back to the baseline of the
+/// `before` span, looking no later than `until_s` (s from the load start). `None` for the
+/// baseline when nothing valid was answered in it.
+fn back_after(
+    s: &Summary,
+    samples: &[Sample],
+    seconds: &[SendSecond],
+    before: &StageSummary,
+    fault: &FaultWindow,
+    until_s: f64,
+) -> Option<(f64, f64, Option<f64>)> {
+    let (from, to) = span_us(s, before);
+    let (p95, bad) = recovery::baseline_of(samples, from, to)?;
+    let end = (until_s.floor().max(0.0) as usize).min(seconds.len());
+    let r = recovery::recovery(std::slice::from_ref(fault), &seconds[..end], (&before.name, p95, bad), until_s);
+    Some((p95, bad, r.first().and_then(|r| r.seconds)))
+}
+
+/// The verification, when the run held the recommended limit through a trigger.
+pub fn verification(s: &Summary, samples: &[Sample], seconds: &[SendSecond]) -> Option<Verification> {
+    let stage = |part: &str| s.stages.iter().find(|st| st.kind == "verify" && st.part.as_deref() == Some(part));
+    let (before, after) = (stage("before")?, stage("after")?);
+    let fault = s.faults.iter().find(|f| f.group.as_deref() == Some("verify"))?;
+    let end_s = fault.end_s?;
+    let within_s = s.plan.as_ref().and_then(|p| p.verify_within_s).unwrap_or(f64::INFINITY);
+    let back = back_after(s, samples, seconds, before, fault, after.start_s + after.duration_s);
+    let recovery_s = back.and_then(|b| b.2);
+    Some(Verification {
+        load: level_amount(before.level),
+        unit: match before.level {
+            Level::Open { .. } => "rps".into(),
+            Level::Closed { .. } => "users".into(),
+        },
+        trigger: fault.name.split_once(':').map_or(fault.name.as_str(), |(_, n)| n).to_string(),
+        trigger_start_s: round3(fault.start_s),
+        trigger_end_s: round3(end_s),
+        within_s,
+        baseline_p95_ms: back.map(|b| b.0),
+        baseline_error_rate: back.map(|b| b.1),
+        recovery_s,
+        verified: recovery_s.is_some_and(|r| r <= within_s),
+    })
+}
+
+/// The verdict of a cell from its recovery time: `within` decides recovered or slow.
+pub fn verdict(recovery_s: Option<f64>, within_s: f64) -> CellVerdict {
+    match recovery_s {
+        Some(r) if r <= within_s => CellVerdict::Recovered,
+        Some(_) => CellVerdict::Slow,
+        None => CellVerdict::Stuck,
+    }
+}
+
+/// Whether the requests sent during `stage` held the baseline for [`STABLE_WINDOWS`] seconds.
+fn escaped(s: &Summary, seconds: &[SendSecond], stage: &StageSummary, baseline: (f64, f64)) -> bool {
+    let (from, to) = span_us(s, stage);
+    held(seconds, s.load_start_us, (from, to), baseline, 0.0)
+}
+
+/// Whether [`STABLE_WINDOWS`] seconds in a row of `span` (µs on the run clock) were good
+/// against `baseline`, each with at least `min_requests` requests. From the first whole second
+/// of the span (the one it starts in still holds requests of the load before) to the second it
+/// ends in.
+fn held(seconds: &[SendSecond], t0_us: u64, span: (u64, u64), baseline: (f64, f64), min_requests: f64) -> bool {
+    let sec = |us: u64| (us.saturating_sub(t0_us) / 1_000_000) as usize;
+    let (a, b) = ((sec(span.0) + 1).min(seconds.len()), (sec(span.1.saturating_sub(1)) + 1).min(seconds.len()));
+    let good = |x: &SendSecond| x.requests as f64 >= min_requests && recovery::good_second(x, baseline.0, baseline.1);
+    a < b && seconds[a..b].windows(STABLE_WINDOWS).any(|w| w.iter().all(good))
+}
+
+/// What a probe cell's segment watches while it runs, so it ends as soon as its question is
+/// answered: at the end of the watch after the trigger when the cell came back, or during an
+/// escape step once the lowered load held the baseline. The same rules as the final verdicts,
+/// on the requests completed so far.
+#[derive(Clone, Debug)]
+pub struct CellWatch {
+    /// The load start, µs on the run clock.
+    pub t0_us: u64,
+    /// The baseline stage's span, µs.
+    pub before: (u64, u64),
+    /// The trigger's window.
+    pub trigger: FaultWindow,
+    /// When the watch after the trigger ends, µs.
+    pub after_end_us: u64,
+    /// Escape steps: span (µs) and rate.
+    pub escapes: Vec<(u64, u64, f64)>,
+}
+
+impl CellWatch {
+    /// Whether the segment can end at `now_us`, given the samples completed so far.
+    pub fn done(&self, samples: &[Sample], now_us: u64) -> bool {
+        if now_us < self.after_end_us {
+            return false;
+        }
+        let Some((p95, bad)) = recovery::baseline_of(samples, self.before.0, self.before.1) else { return true };
+        let seconds = recovery::by_send_second(samples, self.t0_us);
+        let after_end_s = (self.after_end_us.saturating_sub(self.t0_us)) as f64 / 1e6;
+        let end = (after_end_s.floor().max(0.0) as usize).min(seconds.len());
+        let back =
+            recovery::recovery(std::slice::from_ref(&self.trigger), &seconds[..end], ("", p95, bad), after_end_s);
+        if back.first().is_some_and(|r| r.recovered) {
+            return true;
+        }
+        // A second counts once nearly all its requests are done: a second whose slow requests
+        // are still out must not look good on its fast ones.
+        self.escapes.iter().any(|&(from, to, rate)| {
+            from < now_us && held(&seconds, self.t0_us, (from, to.min(now_us)), (p95, bad), 0.9 * rate)
+        })
+    }
+}
+
+/// The probe grid, when the run probed.
+pub fn probe(s: &Summary, samples: &[Sample], seconds: &[SendSecond]) -> Option<ProbeAnalysis> {
+    let plan = s.plan.as_ref()?;
+    let knee = plan.probe_knee_rps?;
+    let within_s = plan.probe_within_s.unwrap_or(f64::INFINITY);
+    let mut ids: Vec<&str> = Vec::new();
+    for st in s.stages.iter().filter(|st| st.kind == "probe") {
+        if let Some(g) = st.group.as_deref()
+            && !ids.contains(&g)
+        {
+            ids.push(g);
+        }
+    }
+    if ids.is_empty() {
+        return None;
+    }
+    let cells: Vec<ProbeCell> = ids.iter().filter_map(|&id| cell(s, samples, seconds, id, knee, within_s)).collect();
+    let count = |v: CellVerdict| cells.iter().filter(|c| c.verdict == v).count() as u64;
+    let min_stuck = cells.iter().filter(|c| c.verdict == CellVerdict::Stuck).map(|c| c.fraction).reduce(f64::min);
+    let max_recovering = cells
+        .iter()
+        .filter(|c| matches!(c.verdict, CellVerdict::Recovered | CellVerdict::Slow))
+        .map(|c| c.fraction)
+        .filter(|&f| min_stuck.is_none_or(|m| f < m))
+        .reduce(f64::max);
+    Some(ProbeAnalysis {
+        knee_rps: knee,
+        within_s,
+        stuck: count(CellVerdict::Stuck),
+        slow: count(CellVerdict::Slow),
+        cells,
+        max_recovering_fraction: max_recovering,
+        min_stuck_fraction: min_stuck,
+    })
+}
+
+fn cell(
+    s: &Summary,
+    samples: &[Sample],
+    seconds: &[SendSecond],
+    id: &str,
+    knee: f64,
+    within_s: f64,
+) -> Option<ProbeCell> {
+    let stages: Vec<&StageSummary> = s.stages.iter().filter(|st| st.group.as_deref() == Some(id)).collect();
+    let part = |p: &str| stages.iter().copied().find(|st| st.part.as_deref() == Some(p));
+    let before = part("before")?;
+    let fault = s.faults.iter().find(|f| f.group.as_deref() == Some(id))?;
+    let rate = level_amount(before.level);
+    let trigger_s = fault.end_s.map_or(0.0, |e| e - fault.start_s);
+    let after = part("after");
+    let complete =
+        after.is_some_and(|a| a.requests > 0 && (s.status != super::RunStatus::Aborted || a.duration_s > 0.0));
+    let back = after.and_then(|a| back_after(s, samples, seconds, before, fault, a.start_s + a.duration_s));
+    let recovery_s = back.and_then(|b| b.2);
+    let verdict = match (complete, back) {
+        (true, Some(_)) => verdict(recovery_s, within_s),
+        _ => CellVerdict::Incomplete,
+    };
+    let escapes: Vec<&StageSummary> =
+        stages.iter().copied().filter(|st| st.part.as_deref() == Some("escape")).collect();
+    let escape = back.and_then(|(p95, bad, _)| escapes.iter().find(|st| escaped(s, seconds, st, (p95, bad))));
+    let fraction = |st: &StageSummary| round3(level_amount(st.level) / knee);
+    Some(ProbeCell {
+        cell: id.to_string(),
+        trigger: fault.name.split_once(':').map_or(fault.name.as_str(), |(_, n)| n).to_string(),
+        fraction: round3(rate / knee),
+        rate,
+        trigger_s: round3(trigger_s),
+        verdict,
+        recovery_s,
+        baseline_p95_ms: back.map(|b| b.0),
+        after_p95_ms: after.and_then(|a| a.latency_valid_ms.map(|l| l.p95)),
+        after_error_rate: after.map(|a| round3(1.0 - a.valid_rate)),
+        after_amplification: after.and_then(|a| a.attempts_per_request),
+        escape_fraction: escape.map(|st| fraction(st)),
+        escape_tried_to: if escape.is_none() { escapes.last().map(|st| fraction(st)) } else { None },
+    })
+}
+
+#[cfg(test)]
+mod tests;

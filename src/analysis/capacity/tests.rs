@@ -1,0 +1,260 @@
+//! Known answers: conditions of a c-slot provider, the recommended limit and its pool, and
+//! probe cells whose recovery is built into the samples.
+
+use super::*;
+use crate::analysis::summary::RunIdentity;
+use crate::record::Outcome;
+
+fn identity(faults: Vec<FaultWindow>, plan: Option<PlanSettings>) -> RunIdentity {
+    RunIdentity {
+        scenario: "s".into(),
+        scenario_file: "s.toml".into(),
+        run_id: "r".into(),
+        seed: 1,
+        started_at: String::new(),
+        time_scale: 1.0,
+        target: String::new(),
+        sut: String::new(),
+        client_timeout_ms: None,
+        upstreams: vec!["primary".into()],
+        faults,
+        declared_max_retries: None,
+        variant: None,
+        declared: Default::default(),
+        plan,
+    }
+}
+
+fn window(name: &str, group: &str, start_s: f64, end_s: f64, multiplier: Option<f64>) -> FaultWindow {
+    FaultWindow {
+        name: name.into(),
+        kind: "latency".into(),
+        start_s,
+        end_s: Some(end_s),
+        upstream: None,
+        multiplier,
+        group: Some(group.into()),
+    }
+}
+
+/// A stage summary: `level` is `{"model": "closed", "users": N}` or open with a rate.
+fn stage(
+    name: &str,
+    kind: &str,
+    group: &str,
+    part: Option<&str>,
+    start_s: f64,
+    dur_s: f64,
+    level: serde_json::Value,
+) -> StageSummary {
+    serde_json::from_value(serde_json::json!({
+        "name": name, "kind": kind, "group": group, "part": part,
+        "start_s": start_s, "duration_s": dur_s, "warmup_s": 0.0, "level": level,
+        "requests": 100, "offered_rps": 0.0, "completed_rps": 0.0, "goodput_rps": 0.0,
+        "outcomes": {}, "error_rate": 0.0, "valid_rate": 1.0, "upstream_attempts": 100,
+        "sustainability": "sustained"
+    }))
+    .unwrap()
+}
+
+/// A closed step against `c` slots of service `s_ms`: latency flat up to c users, then u/c × s;
+/// goodput u/s up to c, then c/s.
+fn closed_step(group: &str, i: usize, users: u32, c: u32, s_ms: f64) -> StageSummary {
+    let lat = if users <= c { s_ms } else { s_ms * f64::from(users) / f64::from(c) };
+    let rps = f64::from(users.min(c)) / (s_ms / 1000.0);
+    let mut st = stage(
+        &format!("{group}/step-{i}"),
+        "step",
+        group,
+        None,
+        0.0,
+        10.0,
+        serde_json::json!({"model": "closed", "users": users}),
+    );
+    st.goodput_rps = rps;
+    st.offered_rps = rps;
+    let p = super::super::summary::Percentiles { p50: lat, p90: lat, p95: lat, p99: lat * 1.02, max: lat, mean: lat };
+    st.latency_valid_ms = Some(p);
+    st
+}
+
+/// An open step against `c` slots of service `s_ms`: below c/s flat latency; above, the
+/// backlog grows (unsustainable) and goodput stays at c/s.
+fn open_step(group: &str, i: usize, rate: f64, c: u32, s_ms: f64) -> StageSummary {
+    let cap = f64::from(c) / (s_ms / 1000.0);
+    let lat = if rate <= cap { s_ms } else { s_ms * 20.0 * rate / cap };
+    let mut st = stage(
+        &format!("{group}/step-{i}"),
+        "step",
+        group,
+        None,
+        0.0,
+        10.0,
+        serde_json::json!({"model": "open", "rate": rate}),
+    );
+    st.goodput_rps = rate.min(cap);
+    st.offered_rps = rate;
+    st.latency_valid_ms =
+        Some(super::super::summary::Percentiles { p50: lat, p90: lat, p95: lat, p99: lat * 1.02, max: lat, mean: lat });
+    if rate > 1.1 * cap {
+        st.sustainability = super::super::summary::Sustainability::Unsustainable;
+    }
+    st
+}
+
+fn with_stages(stages: Vec<StageSummary>, faults: Vec<FaultWindow>) -> Summary {
+    let mut s = Summary::empty(identity(faults, None));
+    s.stages = stages;
+    s
+}
+
+#[test]
+fn a_closed_sweeps_knee_stays_at_c_users_under_latency_times_k() {
+    // c = 8 slots; healthy service 100 ms, and ×3 under the fault: a closed system's knee is
+    // where the slots fill, c users, whatever the service time.
+    let users = [2, 4, 6, 8, 10, 12, 16];
+    let mut stages: Vec<StageSummary> =
+        users.iter().enumerate().map(|(i, &u)| closed_step("healthy", i + 1, u, 8, 100.0)).collect();
+    stages.extend(users.iter().enumerate().map(|(i, &u)| closed_step("slow", i + 1, u, 8, 300.0)));
+    let s = with_stages(stages, vec![window("slow", "slow", 70.0, 140.0, Some(3.0))]);
+    let (first, conditions, recommended) = sweeps(&s);
+    assert_eq!(conditions.len(), 2);
+    for c in &conditions {
+        let k = c.sweep.knee.as_ref().unwrap_or_else(|| panic!("{c:?}"));
+        assert!((k.load - 8.0).abs() <= 0.8, "{}: knee {}", c.condition, k.load);
+    }
+    assert_eq!(conditions[1].multiplier, Some(3.0));
+    assert_eq!(conditions[1].knee_ratio, Some(1.0));
+    assert_eq!(first.unwrap().knee, conditions[0].sweep.knee);
+    let r = recommended.unwrap();
+    assert!((r.load - 6.4).abs() < 1e-9, "{r:?}");
+    // At 6.4 users in flight is 6.4 under both (a closed system holds its users).
+    assert!((r.pool.unwrap() - 6.4).abs() < 0.01, "{r:?}");
+}
+
+#[test]
+fn an_open_sweeps_knee_moves_from_c_over_s_to_c_over_k_s() {
+    // c = 4 slots × 100 ms = 40 req/s; ×3 → 13.3 req/s. Steps fine enough around both.
+    let rates = [5.0, 8.0, 10.0, 12.0, 13.0, 14.0, 16.0, 20.0, 30.0, 36.0, 40.0, 44.0, 50.0, 60.0];
+    let mut stages: Vec<StageSummary> =
+        rates.iter().enumerate().map(|(i, &r)| open_step("healthy", i + 1, r, 4, 100.0)).collect();
+    stages.extend(rates.iter().enumerate().map(|(i, &r)| open_step("slow-x3", i + 1, r, 4, 300.0)));
+    let s = with_stages(stages, vec![window("slow-x3", "slow-x3", 140.0, 280.0, Some(3.0))]);
+    let (_, conditions, recommended) = sweeps(&s);
+    let knee = |i: usize| conditions[i].sweep.knee.as_ref().map(|k| k.load).unwrap();
+    assert!((knee(0) - 40.0).abs() <= 4.0, "healthy knee {}", knee(0));
+    assert!((knee(1) - 40.0 / 3.0).abs() <= 40.0 / 30.0, "slow knee {}", knee(1));
+    let r = recommended.unwrap();
+    assert_eq!(r.condition, "slow-x3", "the slower condition sets the limit: {r:?}");
+    assert!((r.load - 0.8 * knee(1)).abs() < 1e-9);
+    // At that rate the slow condition holds rate × 0.3 s in flight, the healthy one rate × 0.1 s.
+    assert_eq!(r.pool_condition.as_deref(), Some("slow-x3"));
+    assert!((r.pool.unwrap() - r.load * 0.3).abs() < 0.05, "{r:?}");
+    let healthy = conditions[0].in_flight_at_recommended.unwrap();
+    assert!((healthy - r.load * 0.1).abs() < 0.05, "{healthy}");
+}
+
+#[test]
+fn a_sweep_without_conditions_is_analysed_as_before() {
+    let stages = [2, 4, 6, 8, 10, 12, 16].iter().enumerate().map(|(i, &u)| {
+        let mut st = closed_step("x", i + 1, u, 8, 100.0);
+        st.group = None;
+        st
+    });
+    let s = with_stages(stages.collect(), Vec::new());
+    let (first, conditions, recommended) = sweeps(&s);
+    assert!(conditions.is_empty() && recommended.is_none());
+    assert_eq!(first.unwrap().knee.unwrap().load, 8.0);
+}
+
+#[test]
+fn recovery_within_the_deadline_is_recovered_later_is_slow_never_is_stuck() {
+    assert_eq!(verdict(Some(0.0), 10.0), CellVerdict::Recovered);
+    assert_eq!(verdict(Some(10.0), 10.0), CellVerdict::Recovered);
+    assert_eq!(verdict(Some(10.5), 10.0), CellVerdict::Slow);
+    assert_eq!(verdict(None, 10.0), CellVerdict::Stuck);
+}
+
+const SEC: u64 = 1_000_000;
+
+/// 10 requests a second from `from_s` to `to_s`; `bad(t)` makes the requests of second t
+/// time out after 2 s instead of answering in 100 ms.
+fn traffic(from_s: u64, to_s: u64, bad: impl Fn(u64) -> bool) -> Vec<Sample> {
+    let mut out = Vec::new();
+    for t in from_s..to_s {
+        for k in 0..10 {
+            let sent = t * SEC + k * SEC / 10;
+            let id = out.len() as u64;
+            out.push(if bad(t) {
+                Sample { outcome: Outcome::Timeout, status: 0, ..Sample::answered(id, sent, sent + 2 * SEC) }
+            } else {
+                Sample::answered(id, sent, sent + 100_000)
+            });
+        }
+    }
+    out
+}
+
+/// Two probe cells at 10 req/s against a knee of 20 req/s: cell-1 (trigger 10–15 s) is back
+/// 2 s after the trigger; cell-2 (trigger 40–45 s) never comes back, and its escape step at
+/// 0.3 × knee (60–70 s) is good again.
+#[test]
+fn probe_cells_are_classified_from_their_own_baseline_and_escape() {
+    let open = |r: f64| serde_json::json!({"model": "open", "rate": r});
+    let stages = vec![
+        stage("cell-1/before", "probe", "cell-1", Some("before"), 0.0, 10.0, open(10.0)),
+        stage("cell-1/trigger", "probe", "cell-1", Some("trigger"), 10.0, 5.0, open(10.0)),
+        stage("cell-1/after", "probe", "cell-1", Some("after"), 15.0, 15.0, open(10.0)),
+        stage("cell-2/before", "probe", "cell-2", Some("before"), 30.0, 10.0, open(10.0)),
+        stage("cell-2/trigger", "probe", "cell-2", Some("trigger"), 40.0, 5.0, open(10.0)),
+        stage("cell-2/after", "probe", "cell-2", Some("after"), 45.0, 15.0, open(10.0)),
+        stage("cell-2/escape-1", "probe", "cell-2", Some("escape"), 60.0, 10.0, open(6.0)),
+    ];
+    let faults = vec![
+        window("cell-1:slow", "cell-1", 10.0, 15.0, Some(5.0)),
+        window("cell-2:slow", "cell-2", 40.0, 45.0, Some(5.0)),
+    ];
+    let plan = PlanSettings { verify_within_s: None, probe_within_s: Some(5.0), probe_knee_rps: Some(20.0) };
+    let mut s = Summary::empty(identity(faults, Some(plan)));
+    s.stages = stages;
+    let samples = traffic(0, 70, |t| (10..17).contains(&t) || (40..60).contains(&t));
+    let seconds = recovery::by_send_second(&samples, 0);
+    let p = probe(&s, &samples, &seconds).expect("a probe");
+    assert_eq!(p.cells.len(), 2);
+    let (a, b) = (&p.cells[0], &p.cells[1]);
+    assert_eq!((a.verdict, a.recovery_s), (CellVerdict::Recovered, Some(2.0)), "{a:?}");
+    assert_eq!(a.fraction, 0.5);
+    assert_eq!(a.trigger, "slow");
+    assert_eq!(b.verdict, CellVerdict::Stuck, "{b:?}");
+    assert_eq!(b.escape_fraction, Some(0.3), "{b:?}");
+    assert_eq!((p.stuck, p.slow), (1, 0));
+    assert_eq!(p.min_stuck_fraction, Some(0.5));
+    // The same load got stuck once: nothing at or above it counts as recovering.
+    assert_eq!(p.max_recovering_fraction, None);
+
+    // With a 1 s deadline the first cell is slow, not recovered.
+    s.plan.as_mut().unwrap().probe_within_s = Some(1.0);
+    assert_eq!(probe(&s, &samples, &seconds).unwrap().cells[0].verdict, CellVerdict::Slow);
+}
+
+#[test]
+fn verification_is_verified_only_when_back_within_its_deadline() {
+    let closed = serde_json::json!({"model": "closed", "users": 6});
+    let stages = vec![
+        stage("verify/before", "verify", "verify", Some("before"), 0.0, 10.0, closed.clone()),
+        stage("verify/trigger", "verify", "verify", Some("trigger"), 10.0, 5.0, closed.clone()),
+        stage("verify/after", "verify", "verify", Some("after"), 15.0, 15.0, closed),
+    ];
+    let faults = vec![window("verify:slow", "verify", 10.0, 15.0, Some(3.0))];
+    let samples = traffic(0, 30, |t| (10..19).contains(&t));
+    let seconds = recovery::by_send_second(&samples, 0);
+    for (within, verified) in [(5.0, true), (3.0, false)] {
+        let plan = PlanSettings { verify_within_s: Some(within), probe_within_s: None, probe_knee_rps: None };
+        let mut s = Summary::empty(identity(faults.clone(), Some(plan)));
+        s.stages = stages.clone();
+        let v = verification(&s, &samples, &seconds).unwrap();
+        assert_eq!(v.recovery_s, Some(4.0), "{v:?}");
+        assert_eq!((v.load, v.unit.as_str(), v.trigger.as_str()), (6.0, "users", "slow"));
+        assert_eq!(v.verified, verified, "within {within}: {v:?}");
+    }
+}
