@@ -286,32 +286,90 @@ fn span_us(s: &Summary, st: &StageSummary) -> (u64, u64) {
     (us(st.start_s + st.warmup_s), us(st.start_s + st.duration_s))
 }
 
-/// Seconds after `fault`'s end until the requests sent are back to the baseline of the
-/// `before` span, looking no later than `until_s` (s from the load start). `None` for the
-/// baseline when nothing valid was answered in it.
+/// A window of the recovery rule holds at least this many requests at the load's rate: 1 s from
+/// 5 req/s up, longer below (a second of 2 requests cannot tell good from bad).
+pub const MIN_WINDOW_REQUESTS: f64 = 5.0;
+
+/// The width of the recovery rule's windows at `rate` req/s, whole seconds.
+pub fn window_s(rate: f64) -> u64 {
+    if rate > 0.0 { (MIN_WINDOW_REQUESTS / rate).ceil().max(1.0) as u64 } else { 1 }
+}
+
+/// Requests by window of send time, the windows as wide as [`window_s`] says for a rate.
+struct Windows {
+    t0_us: u64,
+    width_us: u64,
+    w: Vec<SendSecond>,
+}
+
+impl Windows {
+    fn new(samples: &[Sample], t0_us: u64, rate: f64) -> Self {
+        let width_us = window_s(rate) * 1_000_000;
+        Self { t0_us, width_us, w: recovery::by_send_window(samples, t0_us, width_us) }
+    }
+
+    fn index(&self, us: u64) -> usize {
+        (us.saturating_sub(self.t0_us) / self.width_us) as usize
+    }
+
+    /// Seconds from `end_us` until [`STABLE_WINDOWS`] windows in a row are good against
+    /// `baseline`, among the windows that end by `until_us` (the window the end falls in counts).
+    fn back_after(&self, end_us: u64, until_us: u64, baseline: (f64, f64)) -> Option<f64> {
+        let first = self.index(end_us);
+        let last = (until_us.saturating_sub(self.t0_us) / self.width_us) as usize; // windows wholly before
+        let last = last.min(self.w.len());
+        let good = |x: &SendSecond| recovery::good_second(x, baseline.0, baseline.1);
+        (first..last.saturating_sub(STABLE_WINDOWS - 1)).find(|&i| self.w[i..i + STABLE_WINDOWS].iter().all(good)).map(
+            |i| {
+                let start_us = self.t0_us + i as u64 * self.width_us;
+                ((start_us.saturating_sub(end_us)) as f64 / 1e5).round() / 10.0
+            },
+        )
+    }
+
+    /// Whether [`STABLE_WINDOWS`] windows in a row inside `span` (µs) were good against
+    /// `baseline`, each with at least `min_requests` requests done. From the first window that
+    /// starts inside the span (the one it starts in still holds requests of the load before)
+    /// to the window it ends in.
+    fn held(&self, span: (u64, u64), baseline: (f64, f64), min_requests: f64) -> bool {
+        let a = (self.index(span.0) + 1).min(self.w.len());
+        let b = (self.index(span.1.saturating_sub(1)) + 1).min(self.w.len());
+        let good =
+            |x: &SendSecond| x.requests as f64 >= min_requests && recovery::good_second(x, baseline.0, baseline.1);
+        a < b && self.w[a..b].windows(STABLE_WINDOWS).any(|w| w.iter().all(good))
+    }
+}
+
+/// The baseline of `before` and the seconds after `fault`'s end until the requests sent are
+/// back to it, looking no later than `until_s` (s from the load start), in windows sized for
+/// `rate`. `None` when nothing valid was answered in the baseline.
 fn back_after(
     s: &Summary,
     samples: &[Sample],
-    seconds: &[SendSecond],
+    rate: f64,
     before: &StageSummary,
     fault: &FaultWindow,
     until_s: f64,
 ) -> Option<(f64, f64, Option<f64>)> {
     let (from, to) = span_us(s, before);
     let (p95, bad) = recovery::baseline_of(samples, from, to)?;
-    let end = (until_s.floor().max(0.0) as usize).min(seconds.len());
-    let r = recovery::recovery(std::slice::from_ref(fault), &seconds[..end], (&before.name, p95, bad), until_s);
-    Some((p95, bad, r.first().and_then(|r| r.seconds)))
+    let us = |secs: f64| s.load_start_us + (secs * 1e6).round() as u64;
+    let w = Windows::new(samples, s.load_start_us, rate);
+    Some((p95, bad, w.back_after(us(fault.end_s?), us(until_s), (p95, bad))))
 }
 
 /// The verification, when the run held the recommended limit through a trigger.
-pub fn verification(s: &Summary, samples: &[Sample], seconds: &[SendSecond]) -> Option<Verification> {
+pub fn verification(s: &Summary, samples: &[Sample]) -> Option<Verification> {
     let stage = |part: &str| s.stages.iter().find(|st| st.kind == "verify" && st.part.as_deref() == Some(part));
     let (before, after) = (stage("before")?, stage("after")?);
     let fault = s.faults.iter().find(|f| f.group.as_deref() == Some("verify"))?;
     let end_s = fault.end_s?;
     let within_s = s.plan.as_ref().and_then(|p| p.verify_within_s).unwrap_or(f64::INFINITY);
-    let back = back_after(s, samples, seconds, before, fault, after.start_s + after.duration_s);
+    let rate = match before.level {
+        Level::Open { rate } => rate,
+        Level::Closed { .. } => before.offered_rps,
+    };
+    let back = back_after(s, samples, rate, before, fault, after.start_s + after.duration_s);
     let recovery_s = back.and_then(|b| b.2);
     Some(Verification {
         load: level_amount(before.level),
@@ -339,21 +397,9 @@ pub fn verdict(recovery_s: Option<f64>, within_s: f64) -> CellVerdict {
     }
 }
 
-/// Whether the requests sent during `stage` held the baseline for [`STABLE_WINDOWS`] seconds.
-fn escaped(s: &Summary, seconds: &[SendSecond], stage: &StageSummary, baseline: (f64, f64)) -> bool {
-    let (from, to) = span_us(s, stage);
-    held(seconds, s.load_start_us, (from, to), baseline, 0.0)
-}
-
-/// Whether [`STABLE_WINDOWS`] seconds in a row of `span` (µs on the run clock) were good
-/// against `baseline`, each with at least `min_requests` requests. From the first whole second
-/// of the span (the one it starts in still holds requests of the load before) to the second it
-/// ends in.
-fn held(seconds: &[SendSecond], t0_us: u64, span: (u64, u64), baseline: (f64, f64), min_requests: f64) -> bool {
-    let sec = |us: u64| (us.saturating_sub(t0_us) / 1_000_000) as usize;
-    let (a, b) = ((sec(span.0) + 1).min(seconds.len()), (sec(span.1.saturating_sub(1)) + 1).min(seconds.len()));
-    let good = |x: &SendSecond| x.requests as f64 >= min_requests && recovery::good_second(x, baseline.0, baseline.1);
-    a < b && seconds[a..b].windows(STABLE_WINDOWS).any(|w| w.iter().all(good))
+/// Whether the requests sent during `stage` held the baseline for [`STABLE_WINDOWS`] windows.
+fn escaped(s: &Summary, samples: &[Sample], stage: &StageSummary, baseline: (f64, f64)) -> bool {
+    Windows::new(samples, s.load_start_us, level_amount(stage.level)).held(span_us(s, stage), baseline, 0.0)
 }
 
 /// What a probe cell's segment watches while it runs, so it ends as soon as its question is
@@ -366,8 +412,10 @@ pub struct CellWatch {
     pub t0_us: u64,
     /// The baseline stage's span, µs.
     pub before: (u64, u64),
-    /// The trigger's window.
-    pub trigger: FaultWindow,
+    /// The trigger's end, µs.
+    pub trigger_end_us: u64,
+    /// The cell's load, req/s.
+    pub rate: f64,
     /// When the watch after the trigger ends, µs.
     pub after_end_us: u64,
     /// Escape steps: span (µs) and rate.
@@ -381,24 +429,22 @@ impl CellWatch {
             return false;
         }
         let Some((p95, bad)) = recovery::baseline_of(samples, self.before.0, self.before.1) else { return true };
-        let seconds = recovery::by_send_second(samples, self.t0_us);
-        let after_end_s = (self.after_end_us.saturating_sub(self.t0_us)) as f64 / 1e6;
-        let end = (after_end_s.floor().max(0.0) as usize).min(seconds.len());
-        let back =
-            recovery::recovery(std::slice::from_ref(&self.trigger), &seconds[..end], ("", p95, bad), after_end_s);
-        if back.first().is_some_and(|r| r.recovered) {
+        let w = Windows::new(samples, self.t0_us, self.rate);
+        if w.back_after(self.trigger_end_us, self.after_end_us, (p95, bad)).is_some() {
             return true;
         }
-        // A second counts once nearly all its requests are done: a second whose slow requests
-        // are still out must not look good on its fast ones.
+        // A window counts once nearly all its requests are done: one whose slow requests are
+        // still out must not look good on its fast ones.
         self.escapes.iter().any(|&(from, to, rate)| {
-            from < now_us && held(&seconds, self.t0_us, (from, to.min(now_us)), (p95, bad), 0.9 * rate)
+            let w = Windows::new(samples, self.t0_us, rate);
+            let expected = rate * w.width_us as f64 / 1e6;
+            from < now_us && w.held((from, to.min(now_us)), (p95, bad), 0.9 * expected)
         })
     }
 }
 
 /// The probe grid, when the run probed.
-pub fn probe(s: &Summary, samples: &[Sample], seconds: &[SendSecond]) -> Option<ProbeAnalysis> {
+pub fn probe(s: &Summary, samples: &[Sample]) -> Option<ProbeAnalysis> {
     let plan = s.plan.as_ref()?;
     let knee = plan.probe_knee_rps?;
     let within_s = plan.probe_within_s.unwrap_or(f64::INFINITY);
@@ -413,7 +459,7 @@ pub fn probe(s: &Summary, samples: &[Sample], seconds: &[SendSecond]) -> Option<
     if ids.is_empty() {
         return None;
     }
-    let cells: Vec<ProbeCell> = ids.iter().filter_map(|&id| cell(s, samples, seconds, id, knee, within_s)).collect();
+    let cells: Vec<ProbeCell> = ids.iter().filter_map(|&id| cell(s, samples, id, knee, within_s)).collect();
     let count = |v: CellVerdict| cells.iter().filter(|c| c.verdict == v).count() as u64;
     let min_stuck = cells.iter().filter(|c| c.verdict == CellVerdict::Stuck).map(|c| c.fraction).reduce(f64::min);
     let max_recovering = cells
@@ -436,7 +482,6 @@ pub fn probe(s: &Summary, samples: &[Sample], seconds: &[SendSecond]) -> Option<
 fn cell(
     s: &Summary,
     samples: &[Sample],
-    seconds: &[SendSecond],
     id: &str,
     knee: f64,
     within_s: f64,
@@ -448,9 +493,9 @@ fn cell(
     let rate = level_amount(before.level);
     let trigger_s = fault.end_s.map_or(0.0, |e| e - fault.start_s);
     let after = part("after");
-    let complete =
-        after.is_some_and(|a| a.requests > 0 && (s.status != super::RunStatus::Aborted || a.duration_s > 0.0));
-    let back = after.and_then(|a| back_after(s, samples, seconds, before, fault, a.start_s + a.duration_s));
+    // The watch after the trigger ran to its end (a run stopped in the middle of it cannot say).
+    let complete = after.is_some_and(|a| a.requests > 0 && a.start_s + a.duration_s <= s.duration_s + 0.5);
+    let back = after.and_then(|a| back_after(s, samples, rate, before, fault, a.start_s + a.duration_s));
     let recovery_s = back.and_then(|b| b.2);
     let verdict = match (complete, back) {
         (true, Some(_)) => verdict(recovery_s, within_s),
@@ -458,7 +503,7 @@ fn cell(
     };
     let escapes: Vec<&StageSummary> =
         stages.iter().copied().filter(|st| st.part.as_deref() == Some("escape")).collect();
-    let escape = back.and_then(|(p95, bad, _)| escapes.iter().find(|st| escaped(s, seconds, st, (p95, bad))));
+    let escape = back.and_then(|(p95, bad, _)| escapes.iter().find(|st| escaped(s, samples, st, (p95, bad))));
     let fraction = |st: &StageSummary| round3(level_amount(st.level) / knee);
     Some(ProbeCell {
         cell: id.to_string(),

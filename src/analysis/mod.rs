@@ -73,8 +73,8 @@ fn summarise(data: &RunData) -> Summary {
     s.recovery = baseline
         .map(|(name, p95, bad)| recovery::recovery(&own, &seconds, (&name, p95, bad), s.duration_s))
         .unwrap_or_default();
-    s.verify = capacity::verification(&s, &data.samples, &seconds);
-    s.probe = capacity::probe(&s, &data.samples, &seconds);
+    s.verify = capacity::verification(&s, &data.samples);
+    s.probe = capacity::probe(&s, &data.samples);
     s.failover = recovery::failover(&s.faults, &data.attempts, t0, s.upstreams.len());
     s
 }

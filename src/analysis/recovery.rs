@@ -115,7 +115,14 @@ fn p95_ms(mut v: Vec<u64>) -> Option<f64> {
 
 /// Requests by second of intended send time from `t0_us`.
 pub fn by_send_second(samples: &[Sample], t0_us: u64) -> Vec<SendSecond> {
-    let sec = |s: &Sample| (s.intended_us.saturating_sub(t0_us) / 1_000_000) as usize;
+    by_send_window(samples, t0_us, 1_000_000)
+}
+
+/// Requests by window of `width_us` of intended send time from `t0_us` (for low rates, where a
+/// second holds too few requests to judge).
+pub fn by_send_window(samples: &[Sample], t0_us: u64, width_us: u64) -> Vec<SendSecond> {
+    let width_us = width_us.max(1);
+    let sec = |s: &Sample| (s.intended_us.saturating_sub(t0_us) / width_us) as usize;
     let Some(last) = samples.iter().map(sec).max() else { return Vec::new() };
     let mut latencies: Vec<Vec<u64>> = vec![Vec::new(); last + 1];
     let mut out = vec![SendSecond::default(); last + 1];

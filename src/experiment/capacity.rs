@@ -17,7 +17,6 @@
 use super::RunError;
 use super::drive::Segments;
 use crate::analysis::capacity::{self, CellVerdict, ProbeCell};
-use crate::analysis::recovery;
 use crate::run_folder::RunFile;
 use crate::scenario::load::{HEALTHY, Part, Probe, Verify};
 use crate::scenario::{Duration, LoadLevel, NamedFault, Stage, StageKind};
@@ -119,24 +118,25 @@ async fn verify(run: &mut Segments<'_>, v: &Verify, at: f64, condition: Option<&
         v.before,
         v.within
     );
-    let stages = vec![
-        stage("verify/before".into(), StageKind::Verify, "verify", Part::Before, start, v.before, level),
-        stage("verify/trigger".into(), StageKind::Verify, "verify", Part::Trigger, start + v.before, length, level),
-        stage(
-            "verify/after".into(),
-            StageKind::Verify,
-            "verify",
-            Part::After,
-            start + v.before + length,
-            v.after,
-            level,
-        ),
-    ];
+    let stages = held_through("verify", StageKind::Verify, start, (v.before, length, v.after), level);
     let fault_name = fault.name.clone();
     run.place(fault)?;
     run.drive(stages).await?;
     let _ = run.pool.remove_fault(&fault_name);
     Ok(())
+}
+
+/// A load held before, during and after a trigger: the stages `GROUP/before`, `GROUP/trigger`
+/// and `GROUP/after`, laid end to end from `start`.
+fn held_through(
+    group: &str,
+    kind: StageKind,
+    start: Duration,
+    (before, trigger, after): (Duration, Duration, Duration),
+    level: LoadLevel,
+) -> Vec<Stage> {
+    let parts = [(Part::Before, start, before), (Part::Trigger, start + before, trigger), (Part::After, start + before + trigger, after)];
+    parts.into_iter().map(|(part, at, length)| stage(format!("{group}/{}", part.as_str()), kind, group, part, at, length, level)).collect()
 }
 
 fn describe(level: LoadLevel) -> String {
@@ -161,54 +161,29 @@ async fn probe(run: &mut Segments<'_>, p: &Probe, knee: f64) -> Result<(), RunEr
             let open = |f: f64| LoadLevel::Open { rate: round3(f * knee), arrival: p.arrival };
             let start = run.next_start(if n == 1 { Duration::ZERO } else { p.settle });
             let Some((fault, length)) = trigger(run, name, start + p.baseline, &id) else { continue };
-            let stages = vec![
-                stage(format!("{id}/before"), StageKind::Probe, &id, Part::Before, start, p.baseline, open(fraction)),
-                stage(
-                    format!("{id}/trigger"),
-                    StageKind::Probe,
-                    &id,
-                    Part::Trigger,
-                    start + p.baseline,
-                    length,
-                    open(fraction),
-                ),
-                stage(
-                    format!("{id}/after"),
-                    StageKind::Probe,
-                    &id,
-                    Part::After,
-                    start + p.baseline + length,
-                    p.observe,
-                    open(fraction),
-                ),
-            ];
+            let mut stages =
+                held_through(&id, StageKind::Probe, start, (p.baseline, length, p.observe), open(fraction));
             // Hysteresis, in the same segment so the load never pauses: after a stuck watch,
             // lower the load one hold at a time until the system comes back.
             let mut at = start + p.baseline + length + p.observe;
-            let mut stages = stages;
             let mut f = round3(fraction - p.escape_step);
             let mut k = 1;
             while p.escape_step > 0.0 && f > 1e-9 {
                 let name = format!("{id}/escape-{k}");
-                stages.push(stage(name, StageKind::Probe, &id, Part::Escape, at, p.escape_hold, open(f)));
-                at += p.escape_hold;
+                // Long enough for the recovery rule's windows at this rate.
+                let windows = (crate::analysis::recovery::STABLE_WINDOWS as u64 + 1) * capacity::window_s(f * knee);
+                let hold = p.escape_hold.max(Duration::from_secs(windows));
+                stages.push(stage(name, StageKind::Probe, &id, Part::Escape, at, hold, open(f)));
+                at += hold;
                 f = round3(f - p.escape_step);
                 k += 1;
             }
             let us = |d: Duration| run.t0_us + d.as_std().as_micros() as u64;
-            let window = |d: Duration| d.as_std().as_secs_f64();
             let watch = capacity::CellWatch {
                 t0_us: run.t0_us,
                 before: (us(start), us(start + p.baseline)),
-                trigger: crate::analysis::recovery::FaultWindow {
-                    name: fault.name.clone(),
-                    kind: fault.fault.kind().to_string(),
-                    start_s: window(start + p.baseline),
-                    end_s: Some(window(start + p.baseline + length)),
-                    upstream: None,
-                    multiplier: None,
-                    group: Some(id.clone()),
-                },
+                trigger_end_us: us(start + p.baseline + length),
+                rate: round3(fraction * knee),
                 after_end_us: us(start + p.baseline + length + p.observe),
                 escapes: stages
                     .iter()
@@ -235,8 +210,7 @@ async fn probe(run: &mut Segments<'_>, p: &Probe, knee: f64) -> Result<(), RunEr
 fn judge(run: &Segments<'_>, id: &str) -> Result<Option<ProbeCell>, RunError> {
     let summary = run.summary();
     let samples = run.plan.folder.samples()?;
-    let seconds = recovery::by_send_second(&samples, summary.load_start_us);
-    Ok(capacity::probe(&summary, &samples, &seconds).and_then(|p| p.cells.into_iter().find(|c| c.cell == id)))
+    Ok(capacity::probe(&summary, &samples).and_then(|p| p.cells.into_iter().find(|c| c.cell == id)))
 }
 
 /// A cell in one line, for the progress log.

@@ -365,7 +365,13 @@ fn failover(d: &mut Doc, s: &Summary, charts: &[String]) {
 /// The sweep: knee and safe limit.
 fn capacity(d: &mut Doc, s: &Summary, charts: &[String]) {
     if let Some(sw) = &s.sweep {
-        d.push(Block::Heading(2, "Capacity: knee and safe limit".into()));
+        d.push(Block::Heading(
+            2,
+            match s.conditions.first() {
+                Some(c) => format!("Capacity: knee and safe limit (condition `{}`)", c.condition),
+                None => "Capacity: knee and safe limit".into(),
+            },
+        ));
         d.push(Block::Para(format!(
             "Knee by Kneedle on (step, p99), cross-checked by the goodput plateau, over the usable steps (a step with more than 5 % errors or a growing backlog ends them); safe limit = 80 % of the knee. Confidence: {}.",
             sw.confidence
@@ -400,8 +406,14 @@ fn capacity(d: &mut Doc, s: &Summary, charts: &[String]) {
                 })
                 .collect(),
         ));
-        chart(d, charts, "sweep-latency", "latency against load with the knee and safe limit marked");
-        chart(d, charts, "sweep-throughput", "throughput against load with the knee and safe limit marked");
+        let every = if s.conditions.is_empty() { "" } else { " under every condition" };
+        chart(d, charts, "sweep-latency", &format!("latency against load{every} with the knee and safe limit marked"));
+        chart(
+            d,
+            charts,
+            "sweep-throughput",
+            &format!("throughput against load{every} with the knee and safe limit marked"),
+        );
     }
 }
 
@@ -411,7 +423,7 @@ fn conditions(d: &mut Doc, s: &Summary) {
     let unit = &first.sweep.unit;
     d.push(Block::Heading(2, "Capacity under each condition".into()));
     d.push(Block::Para(
-        "The whole sweep ran once per condition, each fault held at full strength for its own sweep only. The recommended operating limit is the lowest safe limit (80 % of the knee) across the conditions; the pool it needs is the most requests in flight at that load under any condition (Little's law on that condition's own curve). Charts: `sweep-latency` and `sweep-throughput` above draw every condition."
+        "The whole sweep ran once per condition, each fault held at full strength for its own sweep only. The recommended operating limit is the lowest safe limit (80 % of the knee) across the conditions; the pool it needs is the most requests in flight at that load under any condition (Little's law on that condition's own curve). The charts above draw every condition."
         .into(),
     ));
     let mut lines = Vec::new();

@@ -180,10 +180,15 @@ const SEC: u64 = 1_000_000;
 /// 10 requests a second from `from_s` to `to_s`; `bad(t)` makes the requests of second t
 /// time out after 2 s instead of answering in 100 ms.
 fn traffic(from_s: u64, to_s: u64, bad: impl Fn(u64) -> bool) -> Vec<Sample> {
+    traffic_at(10, from_s, to_s, bad)
+}
+
+/// Like [`traffic`], at `per_second` requests a second.
+fn traffic_at(per_second: u64, from_s: u64, to_s: u64, bad: impl Fn(u64) -> bool) -> Vec<Sample> {
     let mut out = Vec::new();
     for t in from_s..to_s {
-        for k in 0..10 {
-            let sent = t * SEC + k * SEC / 10;
+        for k in 0..per_second {
+            let sent = t * SEC + k * SEC / per_second;
             let id = out.len() as u64;
             out.push(if bad(t) {
                 Sample { outcome: Outcome::Timeout, status: 0, ..Sample::answered(id, sent, sent + 2 * SEC) }
@@ -217,9 +222,9 @@ fn probe_cells_are_classified_from_their_own_baseline_and_escape() {
     let plan = PlanSettings { verify_within_s: None, probe_within_s: Some(5.0), probe_knee_rps: Some(20.0) };
     let mut s = Summary::empty(identity(faults, Some(plan)));
     s.stages = stages;
+    s.duration_s = 71.0;
     let samples = traffic(0, 70, |t| (10..17).contains(&t) || (40..60).contains(&t));
-    let seconds = recovery::by_send_second(&samples, 0);
-    let p = probe(&s, &samples, &seconds).expect("a probe");
+    let p = probe(&s, &samples).expect("a probe");
     assert_eq!(p.cells.len(), 2);
     let (a, b) = (&p.cells[0], &p.cells[1]);
     assert_eq!((a.verdict, a.recovery_s), (CellVerdict::Recovered, Some(2.0)), "{a:?}");
@@ -234,7 +239,10 @@ fn probe_cells_are_classified_from_their_own_baseline_and_escape() {
 
     // With a 1 s deadline the first cell is slow, not recovered.
     s.plan.as_mut().unwrap().probe_within_s = Some(1.0);
-    assert_eq!(probe(&s, &samples, &seconds).unwrap().cells[0].verdict, CellVerdict::Slow);
+    assert_eq!(probe(&s, &samples).unwrap().cells[0].verdict, CellVerdict::Slow);
+    // A run stopped during cell-2's watch cannot say it was stuck.
+    s.duration_s = 50.0;
+    assert_eq!(probe(&s, &samples).unwrap().cells[1].verdict, CellVerdict::Incomplete);
 }
 
 #[test]
@@ -247,14 +255,36 @@ fn verification_is_verified_only_when_back_within_its_deadline() {
     ];
     let faults = vec![window("verify:slow", "verify", 10.0, 15.0, Some(3.0))];
     let samples = traffic(0, 30, |t| (10..19).contains(&t));
-    let seconds = recovery::by_send_second(&samples, 0);
     for (within, verified) in [(5.0, true), (3.0, false)] {
         let plan = PlanSettings { verify_within_s: Some(within), probe_within_s: None, probe_knee_rps: None };
         let mut s = Summary::empty(identity(faults.clone(), Some(plan)));
         s.stages = stages.clone();
-        let v = verification(&s, &samples, &seconds).unwrap();
+        let v = verification(&s, &samples).unwrap();
         assert_eq!(v.recovery_s, Some(4.0), "{v:?}");
         assert_eq!((v.load, v.unit.as_str(), v.trigger.as_str()), (6.0, "users", "slow"));
         assert_eq!(v.verified, verified, "within {within}: {v:?}");
     }
+}
+
+/// At 2 req/s a second holds 2 requests, fewer than the recovery rule needs: the windows widen
+/// to 3 s (6 requests), so a cell that came back is not taken for stuck.
+#[test]
+fn a_low_rate_cell_is_judged_on_wider_windows() {
+    assert_eq!((window_s(2.0), window_s(5.0), window_s(40.0), window_s(0.8)), (3, 1, 1, 7));
+    let open = serde_json::json!({"model": "open", "rate": 2.0});
+    let mut s = Summary::empty(identity(
+        vec![window("cell-1:slow", "cell-1", 15.0, 21.0, Some(3.0))],
+        Some(PlanSettings { verify_within_s: None, probe_within_s: Some(10.0), probe_knee_rps: Some(8.0) }),
+    ));
+    s.stages = vec![
+        stage("cell-1/before", "probe", "cell-1", Some("before"), 0.0, 15.0, open.clone()),
+        stage("cell-1/trigger", "probe", "cell-1", Some("trigger"), 15.0, 6.0, open.clone()),
+        stage("cell-1/after", "probe", "cell-1", Some("after"), 21.0, 30.0, open),
+    ];
+    s.duration_s = 52.0;
+    let samples = traffic_at(2, 0, 51, |t| (15..24).contains(&t));
+    let c = probe(&s, &samples).unwrap().cells.remove(0);
+    // Bad until 24 s; the windows are [21, 24), [24, 27), …: back in the window from 24 s.
+    assert_eq!((c.verdict, c.recovery_s), (CellVerdict::Recovered, Some(3.0)), "{c:?}");
+    assert_eq!(c.fraction, 0.25);
 }
