@@ -7,10 +7,36 @@
 #
 # The whole folders are kept (about 1 MB each), so `chaos report reports/examples/slow-upstream`
 # reproduces them. Loopback only.
+#
+#   ci/example-report.sh capacity        also reports/examples/capacity-sweep/ and
+#                                        reports/examples/metastability-probe/, full scale
+#                                        (~8 and ~37 min): the report files only — their raw
+#                                        logs (20 MB and more) are left out.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 cargo build --release --quiet --bin chaos
+if [ "${1:-}" = "capacity" ]; then
+  keep() { # the report files of run folder $1, copied to $2
+    mkdir -p "$2"
+    for f in report.md report.html summary.json scenario.toml resolved.json junit.xml probe.ndjson comparison.json; do
+      if [ -f "$1/$f" ]; then cp "$1/$f" "$2/"; fi
+    done
+    cp -r "$1/charts" "$2/"
+  }
+  tmp="$(mktemp -d)"
+  for n in capacity-sweep metastability-probe; do
+    target/release/chaos run "scenarios/$n.toml" --out "$tmp/$n" --progress lines || true
+    rm -rf "reports/examples/$n"
+    keep "$tmp/$n" "reports/examples/$n"
+    for v in naive hardened; do
+      if [ -d "$tmp/$n/$v" ]; then keep "$tmp/$n/$v" "reports/examples/$n/$v"; fi
+    done
+  done
+  rm -rf "$tmp"
+  echo "regenerated reports/examples/capacity-sweep and reports/examples/metastability-probe"
+  exit 0
+fi
 out=reports/examples/slow-upstream
 rm -rf "$out"
 target/release/chaos run scenarios/slow-upstream.toml --time-scale 0.25 --out "$out" --progress lines

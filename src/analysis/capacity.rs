@@ -479,13 +479,7 @@ pub fn probe(s: &Summary, samples: &[Sample]) -> Option<ProbeAnalysis> {
     })
 }
 
-fn cell(
-    s: &Summary,
-    samples: &[Sample],
-    id: &str,
-    knee: f64,
-    within_s: f64,
-) -> Option<ProbeCell> {
+fn cell(s: &Summary, samples: &[Sample], id: &str, knee: f64, within_s: f64) -> Option<ProbeCell> {
     let stages: Vec<&StageSummary> = s.stages.iter().filter(|st| st.group.as_deref() == Some(id)).collect();
     let part = |p: &str| stages.iter().copied().find(|st| st.part.as_deref() == Some(p));
     let before = part("before")?;
@@ -503,6 +497,8 @@ fn cell(
     };
     let escapes: Vec<&StageSummary> =
         stages.iter().copied().filter(|st| st.part.as_deref() == Some("escape")).collect();
+    // Only a stuck cell searches for its escape (a cell that came back ends its segment).
+    let escapes: Vec<&StageSummary> = if verdict == CellVerdict::Stuck { escapes } else { Vec::new() };
     let escape = back.and_then(|(p95, bad, _)| escapes.iter().find(|st| escaped(s, samples, st, (p95, bad))));
     let fraction = |st: &StageSummary| round3(level_amount(st.level) / knee);
     Some(ProbeCell {

@@ -135,8 +135,15 @@ fn held_through(
     (before, trigger, after): (Duration, Duration, Duration),
     level: LoadLevel,
 ) -> Vec<Stage> {
-    let parts = [(Part::Before, start, before), (Part::Trigger, start + before, trigger), (Part::After, start + before + trigger, after)];
-    parts.into_iter().map(|(part, at, length)| stage(format!("{group}/{}", part.as_str()), kind, group, part, at, length, level)).collect()
+    let parts = [
+        (Part::Before, start, before),
+        (Part::Trigger, start + before, trigger),
+        (Part::After, start + before + trigger, after),
+    ];
+    parts
+        .into_iter()
+        .map(|(part, at, length)| stage(format!("{group}/{}", part.as_str()), kind, group, part, at, length, level))
+        .collect()
 }
 
 fn describe(level: LoadLevel) -> String {

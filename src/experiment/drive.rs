@@ -245,8 +245,8 @@ impl Segments<'_> {
     }
 
     /// Like [`Self::drive`], ending the segment early once `watch` says its question is
-    /// answered (checked twice a second on the samples written so far): no new request from
-    /// then on, those in flight finish, the stage it ended in is cut there and the stages
+    /// answered (checked five times a second on the samples written so far): no new request
+    /// from then on, those in flight finish, the stage it ended in is cut there and the stages
     /// after it are dropped.
     pub(super) async fn drive_until(
         &mut self,
@@ -344,7 +344,7 @@ async fn watch_cell(
     clock: Clock,
 ) {
     let mut tail = SampleTail::new(samples, watch.before.0);
-    let mut tick = tokio::time::interval(Duration::from_millis(500));
+    let mut tick = tokio::time::interval(Duration::from_millis(200));
     loop {
         tick.tick().await;
         tail.read();

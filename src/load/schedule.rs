@@ -154,6 +154,11 @@ impl Schedule {
         }
     }
 
+    /// Whether the plan was cut at or before `us` (a ticket for then must not be sent).
+    pub fn cut_by(&self, us: u64) -> bool {
+        self.cutoff.load(Ordering::Relaxed) <= us
+    }
+
     /// The same schedule ending early once `cutoff` (µs on the run clock) is set below
     /// `u64::MAX`: later turns get `Done`; requests already sent finish as usual.
     pub fn with_cutoff(mut self, cutoff: Arc<AtomicU64>) -> Self {
@@ -374,6 +379,8 @@ mod tests {
         assert_eq!(s.issued(), 2, "issued counts this segment only");
         cutoff.store(3_200_000, Ordering::Relaxed);
         assert!(matches!(s.next(0, 3_200_000), Ticket::Done), "from the cutoff on, nothing more");
+        // A ticket handed out earlier for a later time is not sent either.
+        assert!(s.cut_by(3_300_000) && !s.cut_by(3_100_000));
     }
 
     #[test]

@@ -46,8 +46,20 @@ impl Shared {
                 self.sleep_until_us(until_us.min(now + 1_000_000)).await;
             }
             Ticket::Send { id, stage, intended_us } => {
-                if !self.sleep_until_us(intended_us).await {
-                    return;
+                // Idle users take arrivals ahead of time; sleep in steps of at most a second,
+                // so a plan cut short meanwhile (a probe cell answered early) sends nothing
+                // past its cut.
+                loop {
+                    if self.schedule.cut_by(intended_us) {
+                        return;
+                    }
+                    let now = self.clock.now_us();
+                    if now >= intended_us {
+                        break;
+                    }
+                    if !self.sleep_until_us(intended_us.min(now + 1_000_000)).await {
+                        return;
+                    }
                 }
                 let mut stop = self.stop.clone();
                 self.schedule.begin(stage);

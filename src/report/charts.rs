@@ -319,7 +319,8 @@ fn draw_grid<DB: DrawingBackend>(
         .margin(12)
         .x_label_area_size(40)
         .y_label_area_size(120)
-        .build_cartesian_2d((0u32..nx).into_segmented(), (0u32..ny).into_segmented())?;
+        // A segmented range a..b has b − a + 1 segments.
+        .build_cartesian_2d((0u32..nx - 1).into_segmented(), (0u32..ny - 1).into_segmented())?;
     chart
         .configure_mesh()
         .disable_mesh()
