@@ -313,56 +313,44 @@ fn draw_grid<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     c: &GridChart,
 ) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
-    let (nx, ny) = (c.columns.len().max(1) as u32, c.rows.len().max(1) as u32);
+    use plotters::style::text_anchor::{HPos, Pos, VPos};
+    // Plain coordinates, one unit per cell, labels drawn at the centres by hand: plotters'
+    // segmented ranges cannot hold a single segment (a 0..0 range overflows).
+    let (nx, ny) = (c.columns.len().max(1), c.rows.len().max(1));
     let mut chart = ChartBuilder::on(root)
         .caption(&c.title, (FAMILY, 20))
         .margin(12)
         .x_label_area_size(40)
         .y_label_area_size(120)
-        // A segmented range a..b has b − a + 1 segments.
-        .build_cartesian_2d((0u32..nx - 1).into_segmented(), (0u32..ny - 1).into_segmented())?;
+        .build_cartesian_2d(0.0..nx as f64, 0.0..ny as f64)?;
     chart
         .configure_mesh()
         .disable_mesh()
-        .x_labels(nx as usize)
-        .y_labels(ny as usize)
-        .x_label_formatter(&|v: &SegmentValue<u32>| match v {
-            SegmentValue::CenterOf(i) => c.columns.get(*i as usize).cloned().unwrap_or_default(),
-            _ => String::new(),
-        })
-        // Rows top to bottom: row 0 is drawn highest.
-        .y_label_formatter(&|v: &SegmentValue<u32>| match v {
-            // The axis also asks for the segment past the last one.
-            SegmentValue::CenterOf(i) => {
-                (ny - 1).checked_sub(*i).and_then(|r| c.rows.get(r as usize)).cloned().unwrap_or_default()
-            }
-            _ => String::new(),
-        })
+        .x_labels(0)
+        .y_labels(0)
         .x_desc(&c.x_label)
         .y_desc(&c.y_label)
         .label_style((FAMILY, 13))
         .axis_desc_style((FAMILY, 14))
         .draw()?;
+    let style = |h: HPos| (FAMILY, 13).into_font().color(&BLACK).pos(Pos::new(h, VPos::Center));
+    // Row 0 is drawn highest.
+    let top = |row: usize| (ny - 1 - row) as f64;
+    for (r, name) in c.rows.iter().enumerate() {
+        let (px, py) = chart.backend_coord(&(0.0, top(r) + 0.5));
+        root.draw(&Text::new(name.clone(), (px - 8, py), style(HPos::Right)))?;
+    }
+    for (x, name) in c.columns.iter().enumerate() {
+        let (px, py) = chart.backend_coord(&(x as f64 + 0.5, 0.0));
+        root.draw(&Text::new(name.clone(), (px, py + 14), style(HPos::Center)))?;
+    }
     for (x, y, o, text) in &c.cells {
         let color = c.legend.get(*o).map_or(RGBColor(200, 200, 200), |l| l.1);
-        let (x, y) = (*x as u32, ny - 1 - *y as u32);
-        let mut cell = Rectangle::new(
-            [
-                (SegmentValue::Exact(x), SegmentValue::Exact(y)),
-                (SegmentValue::Exact(x + 1), SegmentValue::Exact(y + 1)),
-            ],
-            color.mix(0.85).filled(),
-        );
+        let (x, y) = (*x as f64, top(*y));
+        let mut cell = Rectangle::new([(x, y), (x + 1.0, y + 1.0)], color.mix(0.85).filled());
         cell.set_margin(3, 3, 3, 3);
         chart.draw_series(std::iter::once(cell))?;
-        chart.draw_series(std::iter::once(Text::new(
-            text.clone(),
-            (SegmentValue::CenterOf(x), SegmentValue::CenterOf(y)),
-            (FAMILY, 13).into_font().color(&BLACK).pos(plotters::style::text_anchor::Pos::new(
-                plotters::style::text_anchor::HPos::Center,
-                plotters::style::text_anchor::VPos::Center,
-            )),
-        )))?;
+        chart.draw_series(std::iter::once(Text::new(text.clone(), (x + 0.5, y + 0.5), style(HPos::Center))))?;
     }
     Ok(())
 }
