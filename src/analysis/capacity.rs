@@ -11,6 +11,10 @@
 //!   (*slow*), or not before the cell ends while the trigger is gone (*stuck*: a metastable
 //!   failure); after a stuck cell, the lower load at which the system escaped.
 //!
+//! The recovery rule is [`recovery`]'s (3 good windows in a row against a baseline), on windows
+//! that hold at least [`MIN_WINDOW_REQUESTS`] requests at the load's rate: 1 s from 5 req/s up,
+//! wider below, where a second holds too few requests to judge.
+//!
 //! Pure: the same stages, fault windows and samples give the same verdicts, live (the run uses
 //! them to choose what to run next) or from a saved folder.
 //!
