@@ -57,20 +57,10 @@ fn stage(
     .unwrap()
 }
 
-/// A closed step against `c` slots of service `s_ms`: latency flat up to c users, then u/c × s;
-/// goodput u/s up to c, then c/s.
-fn closed_step(group: &str, i: usize, users: u32, c: u32, s_ms: f64) -> StageSummary {
-    let lat = if users <= c { s_ms } else { s_ms * f64::from(users) / f64::from(c) };
-    let rps = f64::from(users.min(c)) / (s_ms / 1000.0);
-    let mut st = stage(
-        &format!("{group}/step-{i}"),
-        "step",
-        group,
-        None,
-        0.0,
-        10.0,
-        serde_json::json!({"model": "closed", "users": users}),
-    );
+/// A sweep step of `group` at `level` with goodput `rps` and every percentile at `lat` ms
+/// (p99 2 % above).
+fn step_at(group: &str, i: usize, level: serde_json::Value, rps: f64, lat: f64) -> StageSummary {
+    let mut st = stage(&format!("{group}/step-{i}"), "step", group, None, 0.0, 10.0, level);
     st.goodput_rps = rps;
     st.offered_rps = rps;
     let p = super::super::summary::Percentiles { p50: lat, p90: lat, p95: lat, p99: lat * 1.02, max: lat, mean: lat };
@@ -78,24 +68,21 @@ fn closed_step(group: &str, i: usize, users: u32, c: u32, s_ms: f64) -> StageSum
     st
 }
 
+/// A closed step against `c` slots of service `s_ms`: latency flat up to c users, then u/c × s;
+/// goodput u/s up to c, then c/s.
+fn closed_step(group: &str, i: usize, users: u32, c: u32, s_ms: f64) -> StageSummary {
+    let lat = if users <= c { s_ms } else { s_ms * f64::from(users) / f64::from(c) };
+    let rps = f64::from(users.min(c)) / (s_ms / 1000.0);
+    step_at(group, i, serde_json::json!({"model": "closed", "users": users}), rps, lat)
+}
+
 /// An open step against `c` slots of service `s_ms`: below c/s flat latency; above, the
 /// backlog grows (unsustainable) and goodput stays at c/s.
 fn open_step(group: &str, i: usize, rate: f64, c: u32, s_ms: f64) -> StageSummary {
     let cap = f64::from(c) / (s_ms / 1000.0);
     let lat = if rate <= cap { s_ms } else { s_ms * 20.0 * rate / cap };
-    let mut st = stage(
-        &format!("{group}/step-{i}"),
-        "step",
-        group,
-        None,
-        0.0,
-        10.0,
-        serde_json::json!({"model": "open", "rate": rate}),
-    );
-    st.goodput_rps = rate.min(cap);
+    let mut st = step_at(group, i, serde_json::json!({"model": "open", "rate": rate}), rate.min(cap), lat);
     st.offered_rps = rate;
-    st.latency_valid_ms =
-        Some(super::super::summary::Percentiles { p50: lat, p90: lat, p95: lat, p99: lat * 1.02, max: lat, mean: lat });
     if rate > 1.1 * cap {
         st.sustainability = super::super::summary::Sustainability::Unsustainable;
     }
