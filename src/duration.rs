@@ -35,6 +35,11 @@ impl Duration {
         Self(std::time::Duration::from_millis(ms))
     }
 
+    /// A duration of `us` microseconds.
+    pub const fn from_micros(us: u64) -> Self {
+        Self(std::time::Duration::from_micros(us))
+    }
+
     /// A duration of `s` seconds.
     pub const fn from_secs(s: u64) -> Self {
         Self(std::time::Duration::from_secs(s))

@@ -13,6 +13,10 @@ use rand::SeedableRng;
 use rand_pcg::Pcg64Mcg;
 use xxhash_rust::xxh3::xxh3_64_with_seed;
 
+/// Keeps the fault RNG stream of a request apart from its latency-plan stream: the mock keys
+/// a request's fault draws by (seed, upstream key ^ this, arrival index).
+pub const FAULT_STREAM: u64 = 0xFA_0175;
+
 /// The RNG every decision stream uses.
 pub type DecisionRng = Pcg64Mcg;
 

@@ -12,16 +12,16 @@
 //! Layer 2, self-contained: imports only the ground (durations, located errors, sockets);
 //! never `scenario`, `faults`, `mock` or anything above.
 
-mod breaker;
+pub mod breaker;
 mod cache;
 pub mod config;
 mod metrics;
 mod proxy;
 mod retry;
-mod routing;
+pub mod routing;
 mod server;
 mod upstream;
-mod window;
+pub mod window;
 
 use std::net::SocketAddr;
 use std::sync::atomic::AtomicU32;

@@ -19,10 +19,7 @@ use super::timeline::LiveTimeline;
 use crate::clock::Clock;
 use crate::faults::{Entry, RequestFacts, Verdict};
 use crate::scenario::Profile;
-use crate::seed::{rng_for, stream_key};
-
-/// Keeps the fault RNG stream apart from the latency-plan stream of the same request.
-const FAULT_STREAM: u64 = 0xFA_0175;
+use crate::seed::{FAULT_STREAM, rng_for, stream_key};
 
 /// State shared by every upstream of one mock process.
 #[derive(Debug)]

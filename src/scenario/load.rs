@@ -275,7 +275,7 @@ pub struct LoadSection {
 }
 
 /// The load of one stage.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "model", rename_all = "snake_case")]
 pub enum LoadLevel {
     /// `users` users, each pausing `think` between requests.
@@ -305,7 +305,7 @@ impl LoadLevel {
 }
 
 /// Whether a stage is a phase, a sweep step, or part of the verification or the probe.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum StageKind {
     /// A `[[load.phase]]`.
@@ -331,7 +331,7 @@ impl StageKind {
 }
 
 /// What a verification or probe stage is for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Part {
     /// Load held before the trigger: the baseline.
@@ -357,7 +357,7 @@ impl Part {
 }
 
 /// One stage of the run, with its absolute time.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Stage {
     /// Phase name, or `step-N` (from 1).
     pub name: String,
@@ -386,7 +386,7 @@ impl Stage {
 }
 
 /// `[load]` resolved: defaults applied, phases and sweep steps laid out on the run's time line.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Load {
     /// Wire format.
     pub api: Api,
@@ -424,7 +424,7 @@ pub struct Load {
 }
 
 /// `[load.verify]` resolved.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Verify {
     /// The trigger fault (None: chosen from the conditions when the sweep is analysed).
     pub trigger: Option<String>,
@@ -453,7 +453,7 @@ impl Verify {
 }
 
 /// `[load.probe]` resolved.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Probe {
     /// Loads, as fractions of the knee, in rising order.
     pub loads: Vec<f64>,

@@ -87,7 +87,7 @@ pub struct FaultsFile {
 }
 
 /// A fault with its resolved, unique name.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct NamedFault {
     /// Unique name (given, or `<kind>-<position>`).
     pub name: String,
@@ -100,7 +100,7 @@ pub struct NamedFault {
 }
 
 /// A mock upstream after its profile chain has been resolved.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Upstream {
     /// Unique name (`primary`, `secondary`, …).
     pub name: String,
@@ -111,7 +111,7 @@ pub struct Upstream {
 }
 
 /// A validated scenario.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Scenario {
     /// The file it came from.
     pub path: PathBuf,

@@ -173,7 +173,7 @@ pub struct UpstreamSpec {
 }
 
 /// The resolved latency model.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Latency {
     /// Time to first token.
     pub ttft: Distribution<Duration>,
@@ -184,7 +184,7 @@ pub struct Latency {
 }
 
 /// The resolved capacity model.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Capacity {
     /// Concurrent generations (`None` = unlimited).
     pub slots: Option<u32>,
@@ -195,7 +195,7 @@ pub struct Capacity {
 }
 
 /// The resolved rate limits (`None` = no limit).
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct RateLimit {
     /// Requests per minute.
     pub rpm: Option<u32>,
@@ -204,7 +204,7 @@ pub struct RateLimit {
 }
 
 /// A fully resolved profile: what one mock upstream runs with.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Profile {
     /// Profile name.
     pub name: String,

@@ -121,7 +121,7 @@ pub struct SutSection {
 }
 
 /// What the SUT is.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum SutKind {
     /// The reference gateway with a shipped policy or a policy file.
@@ -150,7 +150,7 @@ pub enum SutKind {
 }
 
 /// `[sut]` resolved.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Sut {
     /// What it is.
     #[serde(flatten)]
@@ -294,7 +294,7 @@ pub struct AbortSection {
 }
 
 /// Run bounds and abort conditions, resolved.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Limits {
     /// Longest load, as written (`None`: see [`Limits::max_duration`]).
     pub max_duration_set: Option<Duration>,
