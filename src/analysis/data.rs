@@ -22,6 +22,8 @@ pub struct RunData {
     pub events: Vec<Event>,
     /// The 1 s windows.
     pub windows: Vec<WindowSummary>,
+    /// `whatif.json`, when `chaos whatif` has been run on the folder.
+    pub whatif: Option<super::whatif::WhatIf>,
 }
 
 impl RunData {
@@ -34,6 +36,7 @@ impl RunData {
             attempts: folder.attempts()?,
             events: folder.events()?,
             windows: folder.windows()?,
+            whatif: folder.read_json(RunFile::WhatIf)?,
         })
     }
 

@@ -18,6 +18,7 @@ pub mod series;
 pub mod stampede;
 pub mod summary;
 pub mod sweep;
+pub mod whatif;
 
 pub use data::RunData;
 pub use series::Series;
@@ -56,8 +57,19 @@ fn summarise(data: &RunData) -> Summary {
     (s.sweep, s.conditions, s.recommended) = (sweep, conditions, recommended);
     s.retry = retry::analyse(&data.samples, &data.attempts, &spans(&s), t0, s.declared_max_retries);
     s.stampede = stampede::analyse(&data.expiries(), &data.samples, &data.attempts, t0);
-    // The baseline: the stage named `baseline`, or else the first stage with requests.
-    let spans = spans(&s);
+    s.recovery = run_recovery(&s, &data.samples);
+    s.verify = capacity::verification(&s, &data.samples);
+    s.probe = capacity::probe(&s, &data.samples);
+    s.failover = recovery::failover(&s.faults, &data.attempts, t0, s.upstreams.len());
+    s.whatif.clone_from(&data.whatif);
+    s
+}
+
+/// Recovery after each fault window of the scenario's own timeline, judged against the
+/// baseline: the stage named `baseline`, or else the first stage with requests. Sweep
+/// conditions, the verification and the probe cells have verdicts of their own.
+pub fn run_recovery(s: &Summary, samples: &[crate::record::Sample]) -> Vec<recovery::Recovery> {
+    let spans = spans(s);
     let baseline = s
         .stages
         .iter()
@@ -65,18 +77,13 @@ fn summarise(data: &RunData) -> Summary {
         .or_else(|| s.stages.iter().position(|st| st.requests > 0))
         .and_then(|i| {
             let sp = &spans[i];
-            recovery::baseline_of(&data.samples, sp.from_us, sp.to_us).map(|(p95, bad)| (sp.name.clone(), p95, bad))
+            recovery::baseline_of(samples, sp.from_us, sp.to_us).map(|(p95, bad)| (sp.name.clone(), p95, bad))
         });
-    let seconds = recovery::by_send_second(&data.samples, t0);
-    // Sweep conditions, the verification and the probe cells have verdicts of their own.
+    let seconds = recovery::by_send_second(samples, s.load_start_us);
     let own: Vec<recovery::FaultWindow> = s.faults.iter().filter(|f| f.group.is_none()).cloned().collect();
-    s.recovery = baseline
+    baseline
         .map(|(name, p95, bad)| recovery::recovery(&own, &seconds, (&name, p95, bad), s.duration_s))
-        .unwrap_or_default();
-    s.verify = capacity::verification(&s, &data.samples);
-    s.probe = capacity::probe(&s, &data.samples);
-    s.failover = recovery::failover(&s.faults, &data.attempts, t0, s.upstreams.len());
-    s
+        .unwrap_or_default()
 }
 
 /// The measured part of each stage (after its warm-up), µs on the run clock.

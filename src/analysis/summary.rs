@@ -310,6 +310,9 @@ pub struct Summary {
     /// `[load.probe]`: the metastability grid.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub probe: Option<ProbeAnalysis>,
+    /// The run replayed under other retry and protection policies (`chaos whatif`), once made.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub whatif: Option<crate::analysis::whatif::WhatIf>,
 }
 
 /// What identifies a run, known before anything is measured.
@@ -388,6 +391,7 @@ impl Summary {
             plan: id.plan,
             conditions: Vec::new(),
             recommended: None,
+            whatif: None,
             verify: None,
             probe: None,
         }
