@@ -43,11 +43,13 @@ pub enum RunFile {
     Comparison,
     /// `probe.ndjson`: one line per metastability probe cell, written as each completes.
     Probe,
+    /// `whatif.json`: the run replayed under other policies (`chaos whatif`).
+    WhatIf,
 }
 
 impl RunFile {
     /// Every file of a run folder.
-    pub const ALL: [RunFile; 12] = [
+    pub const ALL: [RunFile; 13] = [
         Self::Summary,
         Self::Samples,
         Self::Attempts,
@@ -60,6 +62,7 @@ impl RunFile {
         Self::ReportHtml,
         Self::Comparison,
         Self::Probe,
+        Self::WhatIf,
     ];
 
     /// The file's name in the folder.
@@ -77,6 +80,7 @@ impl RunFile {
             Self::ReportHtml => "report.html",
             Self::Comparison => "comparison.json",
             Self::Probe => "probe.ndjson",
+            Self::WhatIf => "whatif.json",
         }
     }
 }

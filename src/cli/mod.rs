@@ -19,6 +19,7 @@ mod run;
 pub mod schema;
 mod signals;
 mod validate;
+mod whatif;
 
 use std::process::ExitCode;
 
@@ -57,6 +58,8 @@ pub enum Command {
     Check(check::Args),
     /// Compare saved runs of one scenario side by side (last quarter against today).
     Compare(compare::Args),
+    /// Replay a saved run under other retry and protection policies, calibrated against it.
+    Whatif(whatif::Args),
 }
 
 /// Exit codes, as documented in the README.
@@ -240,6 +243,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
         Command::Report(args) => report::run(&args),
         Command::Check(args) => check::run(&args),
         Command::Compare(args) => compare::run(&args),
+        Command::Whatif(args) => whatif::run(&args),
     }
 }
 

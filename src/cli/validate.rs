@@ -43,6 +43,9 @@ fn check(path: &std::path::Path, kind: Option<Format>) -> Result<String, Scenari
     let src = Source::read(path)?;
     let format = match kind {
         Some(k) => k,
+        None if src.top_level_keys().iter().any(|k| matches!(k.as_str(), "throttle" | "quota" | "adaptive")) => {
+            Format::Policy
+        }
         None if GatewayConfig::looks_like(&src) => Format::Gateway,
         None => detect_format(&src),
     };
@@ -64,7 +67,11 @@ fn check(path: &std::path::Path, kind: Option<Format>) -> Result<String, Scenari
             let names: Vec<&str> = ups.iter().map(|u| u.name.as_str()).collect();
             Ok(if ups.len() == 1 { format!("profile `{}`", names[0]) } else { format!("pool: {}", names.join(", ")) })
         }
-        Format::Summary | Format::Comparison => Err(src.invalid(
+        Format::Policy => {
+            let policy = crate::analysis::whatif::Policy::from_source(&src)?;
+            Ok(format!("what-if policy `{}`", policy.name))
+        }
+        Format::Summary | Format::Comparison | Format::Whatif => Err(src.invalid(
             "",
             "an output file written by `chaos run` or `chaos compare`",
             "a file you write (scenario, profile, faults, gateway); check a run with `chaos check RUN_DIR`",

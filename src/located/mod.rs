@@ -27,12 +27,24 @@ pub enum Format {
     Summary,
     /// A comparison's `comparison.json` (`chaos compare`, a run with variants).
     Comparison,
+    /// What-if policy files (`chaos whatif --policy`): the gateway's sections plus throttles.
+    Policy,
+    /// A run's `whatif.json` (`chaos whatif`).
+    Whatif,
 }
 
 impl Format {
     /// Every format, for tests.
-    pub const ALL: [Format; 6] =
-        [Self::Scenario, Self::Profile, Self::Faults, Self::Gateway, Self::Summary, Self::Comparison];
+    pub const ALL: [Format; 8] = [
+        Self::Scenario,
+        Self::Profile,
+        Self::Faults,
+        Self::Gateway,
+        Self::Summary,
+        Self::Comparison,
+        Self::Policy,
+        Self::Whatif,
+    ];
 
     /// The committed schema's file name under `schemas/`.
     pub fn file_name(self) -> &'static str {
@@ -43,6 +55,8 @@ impl Format {
             Self::Gateway => "gateway.schema.json",
             Self::Summary => "summary.schema.json",
             Self::Comparison => "comparison.schema.json",
+            Self::Policy => "policy.schema.json",
+            Self::Whatif => "whatif.schema.json",
         }
     }
 }

@@ -216,6 +216,76 @@ pub fn charts_for(series: &Series, s: &Summary) -> Vec<(String, Chart)> {
     if let Some(p) = &s.probe {
         out.push(("probe-grid".into(), Chart::Grid(probe_grid(p))));
     }
+    if let Some(w) = &s.whatif {
+        out.extend(whatif_charts(w, &shade, span));
+    }
+    out
+}
+
+/// How many simulated policies the what-if timelines draw besides the measured run and the
+/// policy that ran (the palette has eight colours; the table has them all).
+pub const WHATIF_LINES: usize = 6;
+
+/// The what-if's charts: A and the share of valid answers per policy (bars), and the share of
+/// valid answers over time for the measured run, the policy that ran as simulated, and the
+/// policies with the most valid answers.
+fn whatif_charts(
+    w: &analysis::whatif::WhatIf,
+    shade: &[(f64, f64, String)],
+    span: Option<(f64, f64)>,
+) -> Vec<(String, Chart)> {
+    let mut out = Vec::new();
+    let label = |p: &analysis::whatif::PolicyOutcome| {
+        if p.source == "ran" { format!("{} (simulated)", p.name) } else { p.name.clone() }
+    };
+    let bars = |f: fn(&analysis::whatif::Outcomes) -> f64| {
+        std::iter::once(("measured".to_string(), f(&w.measured)))
+            .chain(w.policies.iter().map(|p| (label(p), f(&p.outcomes))))
+            .collect::<Vec<_>>()
+    };
+    out.push((
+        "whatif-amplification".into(),
+        Chart::Bars(BarChart {
+            title: "What if: upstream attempts per client request (A) under each policy".into(),
+            x_label: "policy".into(),
+            y_label: "A (attempts per request)".into(),
+            bars: bars(|o| o.amplification),
+        }),
+    ));
+    out.push((
+        "whatif-valid".into(),
+        Chart::Bars(BarChart {
+            title: "What if: share of requests answered `ok` under each policy".into(),
+            x_label: "policy".into(),
+            y_label: "valid answers (%)".into(),
+            bars: bars(|o| o.valid_rate * 100.0),
+        }),
+    ));
+    let mut others: Vec<&analysis::whatif::PolicyOutcome> = w.policies.iter().skip(1).collect();
+    others.sort_by(|a, b| b.outcomes.valid_rate.total_cmp(&a.outcomes.valid_rate));
+    let pct = |v: &[(f64, f64)]| v.iter().map(|(t, x)| (*t, x * 100.0)).collect::<Vec<_>>();
+    let mut lines = vec![Line { name: "measured".into(), points: pct(&w.measured.valid_series), color: 0 }];
+    lines.extend(
+        w.policies.iter().take(1).chain(others.into_iter().take(WHATIF_LINES)).enumerate().map(|(k, p)| Line {
+            name: label(p),
+            points: pct(&p.outcomes.valid_series),
+            color: k + 1,
+        }),
+    );
+    out.push((
+        "whatif-timeline".into(),
+        Chart::Lines(LineChart {
+            title: format!(
+                "What if: share of valid answers among the requests sent each bucket (measured, as simulated, and the {WHATIF_LINES} best policies)"
+            ),
+            x_label: "send time since load start (s)".into(),
+            y_label: "valid answers (%)".into(),
+            lines,
+            shaded: shade.to_vec(),
+            x_range: span,
+            ..LineChart::default()
+        }),
+    ));
     out
 }
 

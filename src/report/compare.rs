@@ -38,7 +38,8 @@ pub fn render_comparison(dir: &Path, c: &Comparison, runs: &[RunSeries<'_>]) -> 
             Err(e) => tracing::warn!(chart = %name, "chart not drawn: {e}"),
         }
     }
-    let doc = document(c, &drawn);
+    let mut doc = document(c, &drawn);
+    whatif(&mut doc, runs);
     folder.write(RunFile::ReportMd, doc.markdown().as_bytes()).map_err(ReportError::Write)?;
     let html = doc.html(&format!("chaos: {} compared", c.scenario), |name| {
         std::fs::read_to_string(chart_dir.join(format!("{name}.svg"))).ok()
@@ -125,6 +126,20 @@ pub fn document(c: &Comparison, charts: &[String]) -> Doc {
             .collect(),
     ));
     d
+}
+
+/// Each run's what-if (`chaos whatif` on the comparison folder), after the comparison itself.
+fn whatif(d: &mut Doc, runs: &[RunSeries<'_>]) {
+    let with: Vec<(&str, &crate::analysis::whatif::WhatIf)> =
+        runs.iter().filter_map(|r| r.summary.whatif.as_ref().map(|w| (r.name, w))).collect();
+    if with.is_empty() {
+        return;
+    }
+    d.push(Block::Heading(2, "What if: other retry and protection policies".into()));
+    for (name, w) in with {
+        d.push(Block::Heading(3, name.to_string()));
+        super::sections::whatif_body(d, w);
+    }
 }
 
 fn gate_words(r: &crate::gate::compare::ComparedRun) -> String {

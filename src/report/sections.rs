@@ -25,6 +25,7 @@ pub fn document(s: &Summary, verdict: Option<&Verdict>, charts: &[String]) -> Do
     conditions(&mut d, s);
     verification(&mut d, s);
     probe(&mut d, s, charts);
+    whatif(&mut d, s, charts);
     files(&mut d);
     d
 }
@@ -612,6 +613,170 @@ fn probe(d: &mut Doc, s: &Summary, charts: &[String]) {
 }
 
 /// Where the numbers are, and how to re-render.
+/// The run replayed under other policies: the calibration line first, then the table.
+fn whatif(d: &mut Doc, s: &Summary, charts: &[String]) {
+    let Some(w) = &s.whatif else { return };
+    d.push(Block::Heading(2, "What if: other retry and protection policies".into()));
+    whatif_body(d, w);
+    chart(d, charts, "whatif-valid", "share of valid answers under each policy");
+    chart(d, charts, "whatif-amplification", "attempts per request under each policy");
+    chart(d, charts, "whatif-timeline", "share of valid answers over time, measured and simulated");
+}
+
+/// The what-if of one run: the calibration line first, what was inferred and not modelled,
+/// the table, the best policy and what each policy is (the run report and the comparison).
+pub(super) fn whatif_body(d: &mut Doc, w: &analysis::whatif::WhatIf) {
+    d.push(Block::Para(whatif_calibration(w)));
+    if !w.calibration.calibrated {
+        d.push(Block::Table(
+            ["check", "measured", "simulated", "tolerance", ""].iter().map(|h| (*h).to_string()).collect(),
+            w.calibration
+                .checks
+                .iter()
+                .map(|c| {
+                    let n = |v: Option<f64>| v.map_or("—".into(), |x| format!("{}", (x * 1000.0).round() / 1000.0));
+                    vec![
+                        c.metric.clone(),
+                        n(c.measured),
+                        n(c.simulated),
+                        c.tolerance.clone(),
+                        if c.ok { "ok".into() } else { "**miss**".into() },
+                    ]
+                })
+                .collect(),
+        ));
+    }
+    if !w.inferred.is_empty() {
+        d.push(Block::Para(format!(
+            "The SUT's policy is not known to the harness; `{}` was fitted from the attempt log:",
+            w.ran
+        )));
+        d.push(Block::List(w.inferred.clone()));
+    }
+    if !w.assumptions.is_empty() {
+        d.push(Block::Para("Not modelled in this run:".into()));
+        d.push(Block::List(w.assumptions.clone()));
+    }
+    let recovery = |o: &analysis::whatif::Outcomes| match (o.recovered, o.recovery_s) {
+        (None, _) => "—".to_string(),
+        (Some(_), Some(v)) => format!("{v} s"),
+        (Some(_), None) => "**never**".into(),
+    };
+    let opt = |v: Option<f64>, unit: &str| v.map_or("—".into(), |x| format!("{}{unit}", ms(x)));
+    let row = |name: String, source: &str, o: &analysis::whatif::Outcomes| {
+        vec![
+            name,
+            source.to_string(),
+            format!("{}", o.amplification),
+            o.max_window.map_or("—".into(), |m| format!("{m}")),
+            pct(o.error_rate),
+            pct(o.valid_rate),
+            opt(o.p95_ms, ""),
+            opt(o.p99_ms, ""),
+            o.peak_in_flight.to_string(),
+            recovery(o),
+            o.retry_after_violations.to_string(),
+        ]
+    };
+    let mut rows = vec![row("**measured**".into(), "the run", &w.measured)];
+    for p in &w.policies {
+        let name = if p.source == "ran" { format!("`{}` (simulated)", p.name) } else { format!("`{}`", p.name) };
+        rows.push(row(name, &p.source, &p.outcomes));
+    }
+    d.push(Block::Table(
+        [
+            "policy",
+            "source",
+            "A",
+            "worst A(w)",
+            "errors",
+            "valid",
+            "p95 ms",
+            "p99 ms",
+            "peak at provider",
+            "recovery",
+            "Retry-After violations",
+        ]
+        .iter()
+        .map(|h| (*h).to_string())
+        .collect(),
+        rows,
+    ));
+    d.push(Block::Para(
+        "Same scope and definitions as the rest of this report: requests sent after their stage's warm-up; latency from the intended send time over every outcome; peak = attempts the provider held at once (generating or queued); recovery after the last fault window. Every policy sees the same arrivals and the same provider: the k-th attempt at an upstream draws the latency and faults the k-th attempt of the run drew.".into(),
+    ));
+    if let Some(line) = whatif_best(w) {
+        d.push(Block::Para(line));
+    }
+    d.push(Block::List(
+        w.policies.iter().map(|p| format!("`{}`: {}", p.name, p.description.as_deref().unwrap_or("—"))).collect(),
+    ));
+}
+
+/// The calibration line the what-if section opens with.
+fn whatif_calibration(w: &analysis::whatif::WhatIf) -> String {
+    let c = &w.calibration;
+    let f = |metric: &str| c.checks.iter().find(|k| k.metric.starts_with(metric));
+    let pair = |metric: &str, scale: f64, unit: &str| {
+        f(metric).map_or(String::new(), |k| {
+            let v =
+                |x: Option<f64>| x.map_or("never".into(), |x| format!("{}{unit}", (x * scale * 100.0).round() / 100.0));
+            format!("{} {} measured vs {} simulated", metric, v(k.measured), v(k.simulated))
+        })
+    };
+    let figures =
+        [pair("A", 1.0, ""), pair("error rate", 100.0, " %"), pair("p95", 1.0, " ms"), pair("recovery", 1.0, " s")]
+            .into_iter()
+            .filter(|x| !x.is_empty())
+            .collect::<Vec<_>>()
+            .join("; ");
+    if c.calibrated {
+        format!(
+            "**Calibrated**: simulating `{}` ({}) reproduces this run — {figures} (within ±10 % or ±0.05 on rates, ±2 s on recovery). The what-if numbers below come from the same model.",
+            w.ran, w.ran_source
+        )
+    } else {
+        let missed: Vec<&str> = c.checks.iter().filter(|k| !k.ok).map(|k| k.metric.as_str()).collect();
+        format!(
+            "**Uncalibrated**: simulating `{}` ({}) does not reproduce this run ({} off: {figures}). The SUT does something the model lacks; read the what-if numbers below as directions, not predictions.",
+            w.ran,
+            w.ran_source,
+            missed.join(", ")
+        )
+    }
+}
+
+/// The policy with the most valid answers (fewest attempts among equals), against the run.
+fn whatif_best(w: &analysis::whatif::WhatIf) -> Option<String> {
+    let best = w.policies.iter().skip(1).max_by(|a, b| {
+        a.outcomes
+            .valid_rate
+            .total_cmp(&b.outcomes.valid_rate)
+            .then(b.outcomes.amplification.total_cmp(&a.outcomes.amplification))
+    })?;
+    let o = &best.outcomes;
+    let m = &w.measured;
+    Some(if o.valid_rate > m.valid_rate {
+        format!(
+            "Of the policies simulated, **`{}`** answers the most requests `ok`: {} against {} measured, at A = {} (measured {}), peak {} at the provider (measured {}).",
+            best.name,
+            pct(o.valid_rate),
+            pct(m.valid_rate),
+            o.amplification,
+            m.amplification,
+            o.peak_in_flight,
+            m.peak_in_flight
+        )
+    } else {
+        format!(
+            "None of the policies simulated answers more requests `ok` than the run did ({} measured; the best, `{}`, {}).",
+            pct(m.valid_rate),
+            best.name,
+            pct(o.valid_rate)
+        )
+    })
+}
+
 fn files(d: &mut Doc) {
     d.push(Block::Para(
         "Files: `summary.json` (all numbers; schema `chaos schema summary`), `samples.ndjson`, `attempts.ndjson`, `windows.ndjson`, `events.ndjson`, `charts/`. Re-render with `chaos report RUN_DIR`.".into(),

@@ -1,0 +1,163 @@
+//! `chaos whatif` as users type it: a game day with variants (the built-in gateway's two
+//! policies) replayed under other policies, calibrated against what was measured; a run
+//! against an external SUT, whose policy is fitted from the attempt log and may not
+//! calibrate; and bad input refused with a located error and exit code 2.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn chaos() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_chaos"));
+    c.env("RUST_LOG", "warn");
+    c
+}
+
+fn text(out: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+}
+
+/// A 429 storm with `Retry-After: 1` in the middle of 20 s at 15 req/s, against a provider of
+/// 16 slots with lognormal time to first token; `sut` is the scenario's `[sut]` and variants.
+fn scenario(dir: &Path, sut: &str) -> PathBuf {
+    let path = dir.join("storm.toml");
+    let text = format!(
+        r#"
+name = "whatif-storm"
+seed = 9
+
+[[upstream]]
+name = "primary"
+latency = {{ ttft = {{ dist = "lognormal", p50 = "150ms", p99 = "600ms" }}, inter_token = {{ dist = "fixed", value = "2ms" }}, output_tokens = {{ dist = "fixed", value = 20 }} }}
+capacity = {{ slots = 16, queue = 200 }}
+
+{sut}
+
+[load]
+stream = false
+timeout = "10s"
+prompts = {{ count = 100000 }}
+
+[[load.phase]]
+name = "baseline"
+duration = "6s"
+rate = 15.0
+
+[[load.phase]]
+name = "storm"
+duration = "6s"
+rate = 15.0
+
+[[load.phase]]
+name = "recovery"
+duration = "8s"
+rate = 15.0
+
+[[fault]]
+name = "429s"
+kind = "status"
+code = 429
+retry_after = "1s"
+at = "phase:storm"
+duration = "6s"
+"#
+    );
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn run(scenario: &Path, out: &Path) {
+    let o = chaos().args(["run"]).arg(scenario).arg("--out").arg(out).args(["--progress", "off"]).output().unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+}
+
+fn json(path: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))).unwrap()
+}
+
+#[test]
+fn a_game_day_with_both_gateway_policies_is_replayed_and_calibrated() {
+    let dir = tempfile::tempdir().unwrap();
+    let sut = "[sut]\nbuiltin = \"gateway\"\npolicy = \"hardened\"\n\n[[variant]]\nname = \"naive\"\nsut.policy = \"naive\"\n\n[[variant]]\nname = \"hardened\"\nsut.policy = \"hardened\"\n";
+    let out = dir.path().join("run");
+    run(&scenario(dir.path(), sut), &out);
+    let policy = dir.path().join("throttled.toml");
+    std::fs::write(
+        &policy,
+        "name = \"throttled\"\n[retry]\nmax_retries = 3\non_status = [429]\n[throttle]\nmax_tokens = 10\ntoken_ratio = 0.1\n",
+    )
+    .unwrap();
+    let o = chaos().arg("whatif").arg(&out).args(["--policy", "hardened", "--policy"]).arg(&policy).output().unwrap();
+    let printed = text(&o);
+    assert!(o.status.success(), "{printed}");
+    for variant in ["naive", "hardened"] {
+        let w = json(&out.join(variant).join("whatif.json"));
+        assert_eq!(w["ran"], variant, "{w}");
+        assert_eq!(w["ran_source"], "built-in gateway");
+        assert_eq!(w["calibration"]["calibrated"], true, "{variant}: {}\n{printed}", w["calibration"]);
+        let names: Vec<&str> = w["policies"].as_array().unwrap().iter().map(|p| p["name"].as_str().unwrap()).collect();
+        assert_eq!(names, [variant, "hardened", "throttled"], "the ran policy first, then the given ones");
+        // The naive gateway retries every 429 three times at once, ignoring Retry-After.
+        let measured = &w["measured"];
+        if variant == "naive" {
+            assert_eq!(measured["max_window"], 4.0, "A = N + 1 in the storm: {measured}");
+            assert!(measured["retry_after_violations"].as_u64().unwrap() > 0);
+        }
+        let simulated_hardened = &w["policies"][1]["outcomes"];
+        assert_eq!(simulated_hardened["retry_after_violations"], 0);
+        let md = std::fs::read_to_string(out.join(variant).join("report.md")).unwrap();
+        assert!(md.contains("## What if: other retry and protection policies"), "{md}");
+        assert!(md.contains("**Calibrated**: simulating"), "the calibration line comes first");
+        assert!(out.join(variant).join("charts/whatif-valid.svg").exists());
+        // `chaos report` re-renders from whatif.json: the section stays.
+        let o = chaos().arg("report").arg(out.join(variant)).output().unwrap();
+        assert!(o.status.success(), "{}", text(&o));
+        let again = std::fs::read_to_string(out.join(variant).join("report.md")).unwrap();
+        assert!(again.contains("## What if"));
+        assert_eq!(json(&out.join(variant).join("summary.json"))["whatif"], w);
+    }
+    let comparison = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(comparison.contains("## What if") && comparison.contains("### naive"), "{comparison}");
+    assert!(printed.contains("calibrated: `naive`") && printed.contains("comparison:"), "{printed}");
+}
+
+#[test]
+fn an_external_sut_gets_a_fitted_policy_and_an_honest_calibration_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let bin = env!("CARGO_BIN_EXE_chaos");
+    let sut = format!(
+        "[sut]\ncommand = [\"{bin}\", \"gateway\", \"--policy\", \"naive\", \"--upstream\", \"{{upstream.primary.url}}\", \"--listen\", \"127.0.0.1:{{sut.port}}\"]\nurl = \"http://127.0.0.1:{{sut.port}}\"\nready = \"/healthz\"\n"
+    );
+    let out = dir.path().join("run");
+    run(&scenario(dir.path(), &sut), &out);
+    let o = chaos().arg("whatif").arg(&out).arg("--shipped").output().unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let w = json(&out.join("whatif.json"));
+    assert_eq!((w["ran"].as_str(), w["ran_source"].as_str()), (Some("inferred"), Some("inferred")));
+    let notes: Vec<&str> = w["inferred"].as_array().unwrap().iter().map(|n| n.as_str().unwrap()).collect();
+    // The naive gateway: three immediate retries of every 429, Retry-After ignored.
+    assert!(notes.iter().any(|n| n.starts_with("retries: up to 3 per request")), "{notes:?}");
+    assert!(notes.iter().any(|n| n.starts_with("backoff: none")), "{notes:?}");
+    assert!(notes.iter().any(|n| n.starts_with("Retry-After: ignored")), "{notes:?}");
+    assert_eq!(w["policies"].as_array().unwrap().len(), 11, "the fitted policy and the 10 shipped ones");
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(md.contains("was fitted from the attempt log"), "{md}");
+    let calibrated = w["calibration"]["calibrated"].as_bool().unwrap();
+    if calibrated {
+        assert!(md.contains("**Calibrated**"));
+    } else {
+        assert!(md.contains("**Uncalibrated**") && md.contains("**miss**"), "the mismatch is shown: {md}");
+    }
+}
+
+#[test]
+fn bad_input_is_refused_with_where_and_what() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = chaos().arg("whatif").arg(dir.path().join("nowhere")).output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("not a run folder"), "{}", text(&o));
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(&bad, "name = \"bad\"\n[retry]\nmax_retrys = 3\n").unwrap();
+    let o = chaos().arg("whatif").arg(dir.path()).arg("--policy").arg(&bad).output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("bad.toml:3:1") && text(&o).contains("max_retrys"), "{}", text(&o));
+}
