@@ -3,7 +3,8 @@
 # what `chaos run` produces before running anything. Never edit those files by hand.
 #
 #   reports/examples/slow-upstream/  scenarios/slow-upstream.toml at --time-scale 0.25 (~100 s):
-#                                    the comparison, and naive/ and hardened/ run folders
+#                                    the comparison, and naive/ and hardened/ run folders, with
+#                                    `chaos whatif --shipped` on both
 #
 # The whole folders are kept (about 1 MB each), so `chaos report reports/examples/slow-upstream`
 # reproduces them. Loopback only.
@@ -40,4 +41,6 @@ fi
 out=reports/examples/slow-upstream
 rm -rf "$out"
 target/release/chaos run scenarios/slow-upstream.toml --time-scale 0.25 --out "$out" --progress lines
+# The what-if of both variants (the ten shipped policies), into their reports and the comparison.
+target/release/chaos whatif "$out" --shipped
 echo "regenerated $out"

@@ -275,9 +275,7 @@ fn whatif_charts(
     out.push((
         "whatif-timeline".into(),
         Chart::Lines(LineChart {
-            title: format!(
-                "What if: share of valid answers among the requests sent each bucket (measured, as simulated, and the {WHATIF_LINES} best policies)"
-            ),
+            title: format!("What if: valid answers by send time (measured, simulated, {WHATIF_LINES} best policies)"),
             x_label: "send time since load start (s)".into(),
             y_label: "valid answers (%)".into(),
             lines,

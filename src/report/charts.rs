@@ -270,10 +270,14 @@ fn draw_bars<DB: DrawingBackend>(
     let ymax = c.bars.iter().map(|b| b.1).fold(0.0, f64::max).max(1.0) * 1.15;
     let n = c.bars.len().max(1) as u32;
     let names: Vec<String> = c.bars.iter().map(|b| b.0.clone()).collect();
+    // Names that would run into each other under their bars are written upright instead.
+    let longest = names.iter().map(|n| n.chars().count()).max().unwrap_or(0) as u32;
+    let upright = longest * 7 > (SIZE.0 - 100) / n;
+    let label_area = if upright { 30 + longest * 6 } else { 40 };
     let mut chart = ChartBuilder::on(root)
         .caption(&c.title, (FAMILY, 20))
         .margin(12)
-        .x_label_area_size(40)
+        .x_label_area_size(label_area)
         .y_label_area_size(64)
         .build_cartesian_2d((0u32..n).into_segmented(), 0.0..ymax)?;
     chart
@@ -281,7 +285,7 @@ fn draw_bars<DB: DrawingBackend>(
         .disable_x_mesh()
         .x_labels(n as usize)
         .x_label_formatter(&|v: &SegmentValue<u32>| match v {
-            SegmentValue::CenterOf(i) => names.get(*i as usize).cloned().unwrap_or_default(),
+            SegmentValue::CenterOf(i) if !upright => names.get(*i as usize).cloned().unwrap_or_default(),
             _ => String::new(),
         })
         .y_label_formatter(&|y: &f64| number(*y, ymax))
@@ -299,6 +303,15 @@ fn draw_bars<DB: DrawingBackend>(
         bar.set_margin(0, 0, 12, 12);
         bar
     }))?;
+    if upright {
+        // Written by hand below each bar, reading downwards: plotters centres rotated axis
+        // labels on the tick, which cuts off their first half.
+        let style = TextStyle::from((FAMILY, 13).into_font()).transform(FontTransform::Rotate90);
+        for (i, name) in names.iter().enumerate() {
+            let (x, y) = chart.backend_coord(&(SegmentValue::CenterOf(i as u32), 0.0));
+            root.draw(&Text::new(name.clone(), (x + 6, y + 8), style.clone()))?;
+        }
+    }
     chart.draw_series(c.bars.iter().enumerate().filter(|(_, b)| b.1 > 0.0).map(|(i, b)| {
         Text::new(
             number(b.1, ymax),

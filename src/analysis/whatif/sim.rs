@@ -159,6 +159,52 @@ struct CacheEntry {
     attempts: u32,
     tokens: u32,
     invalid: bool,
+    /// When it was last read or written (its place in the eviction order).
+    used: u64,
+}
+
+/// The response cache: entries with their expiry, and `max_entries` kept by evicting the least
+/// recently used. (The gateway's moka cache admits by TinyLFU; for keys drawn uniformly both
+/// hold a random `max_entries` of them, and for skewed keys both keep the hot ones.)
+#[derive(Debug, Default)]
+struct Cache {
+    entries: BTreeMap<u32, CacheEntry>,
+    order: BTreeMap<u64, u32>,
+    clock: u64,
+}
+
+impl Cache {
+    /// The live entry for `key` at `now_us`, marked as used.
+    fn get(&mut self, key: u32, now_us: u64) -> Option<CacheEntry> {
+        let e = self.entries.get(&key).copied()?;
+        if e.expires_us <= now_us {
+            self.entries.remove(&key);
+            self.order.remove(&e.used);
+            return None;
+        }
+        self.touch(key, e.used);
+        Some(e)
+    }
+
+    fn touch(&mut self, key: u32, old: u64) {
+        self.clock += 1;
+        self.order.remove(&old);
+        self.order.insert(self.clock, key);
+        if let Some(e) = self.entries.get_mut(&key) {
+            e.used = self.clock;
+        }
+    }
+
+    fn insert(&mut self, key: u32, entry: CacheEntry, max_entries: u64) {
+        if let Some(old) = self.entries.insert(key, entry) {
+            self.order.remove(&old.used);
+        }
+        self.touch(key, u64::MAX);
+        while self.entries.len() as u64 > max_entries.max(1) {
+            let Some((_, victim)) = self.order.pop_first() else { break };
+            self.entries.remove(&victim);
+        }
+    }
 }
 
 /// The simulation of one policy over one world.
@@ -178,7 +224,7 @@ struct Sim<'w> {
     throttle: Option<GrpcThrottle>,
     quota: Option<RetryQuota>,
     adaptive: Option<AdaptiveThrottle>,
-    cache: BTreeMap<u32, CacheEntry>,
+    cache: Cache,
     leaders: BTreeMap<u32, VecDeque<usize>>,
     limit_in_use: u32,
     limit_queue: VecDeque<usize>,
@@ -213,7 +259,7 @@ pub fn simulate(world: &World, policy: &Policy) -> Records {
         throttle: policy.throttle.as_ref().map(GrpcThrottle::new),
         quota: policy.quota.as_ref().map(RetryQuota::new),
         adaptive: policy.adaptive.as_ref().map(AdaptiveThrottle::new),
-        cache: BTreeMap::new(),
+        cache: Cache::default(),
         leaders: BTreeMap::new(),
         limit_in_use: 0,
         limit_queue: VecDeque::new(),
@@ -323,7 +369,7 @@ impl Sim<'_> {
             }
         }
         if self.p.cache.enabled && !self.w.stream {
-            if let Some(e) = self.cache.get(&a.key).copied().filter(|e| e.expires_us > self.now) {
+            if let Some(e) = self.cache.get(a.key, self.now) {
                 let req = &mut self.reqs[r];
                 (req.sut_attempts, req.tokens) = (e.attempts, e.tokens);
                 let outcome = if e.invalid { Outcome::Invalid } else { Outcome::Ok };
@@ -723,8 +769,9 @@ impl Sim<'_> {
                 attempts: self.reqs[r].sut_attempts,
                 tokens: self.reqs[r].tokens,
                 invalid,
+                used: 0,
             };
-            self.cache.insert(key, entry);
+            self.cache.insert(key, entry, self.p.cache.max_entries);
         }
         let Some(waiters) = self.leaders.remove(&key) else { return };
         let outcome = self.reqs[r].outcome;

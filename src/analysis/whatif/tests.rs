@@ -283,3 +283,25 @@ fn retry_after_caches_and_breakers_are_fitted_and_said() {
     assert!(fitted.policy.breaker.enabled && fitted.policy.fallback.enabled, "{:?}", fitted.notes);
     assert!(fitted.notes.iter().any(|n| n.contains("textbook ones are assumed")));
 }
+
+#[test]
+fn the_cache_holds_at_most_max_entries_and_expires_them() {
+    // 20 prompts asked in turn, 10 req/s for 20 s: 200 requests, each prompt 10 times.
+    let mut w = world(upstream(None, 10), vec![], 10.0, 20);
+    w.arrivals.iter_mut().for_each(|a| a.key %= 20);
+    let cached = |max_entries: u64, ttl_s: u64| {
+        let cache = crate::gateway::config::CacheConfig {
+            enabled: true,
+            ttl: D::from_secs(ttl_s),
+            max_entries,
+            ..Default::default()
+        };
+        simulate(&w, &Policy { cache, ..policy(RetryConfig::default()) }).attempts.len()
+    };
+    assert_eq!(cached(100, 3600), 20, "every prompt fetched once");
+    // Round-robin over 20 prompts with room for 10: the least recently used is always the next
+    // one asked, so nothing ever hits.
+    assert_eq!(cached(10, 3600), 200);
+    // A 5 s TTL: each prompt is asked every 2 s, so fetched again every 6 s (at 0, 6, 12, 18 s).
+    assert_eq!(cached(100, 5), 20 * 4);
+}
