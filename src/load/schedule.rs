@@ -238,15 +238,17 @@ impl Schedule {
             };
         };
         let stage = &self.stages[index];
-        let intended_us = match stage.level {
+        let (id, intended_us) = match stage.level {
             LoadLevel::Closed { users, .. } => {
                 if user >= users as usize {
                     return Ticket::Wait { until_us: stage.end_us };
                 }
                 self.closed_sent[index].fetch_add(1, Ordering::Relaxed);
-                now_us
+                (self.next_id.fetch_add(1, Ordering::Relaxed), now_us)
             }
             LoadLevel::Open { .. } => {
+                // The id is taken with the arrival, under its lock: taken after it, a user
+                // preempted in between gave an earlier arrival a later id (seen under CI load).
                 let mut a = self.arrivals[index].lock().unwrap_or_else(|e| e.into_inner());
                 if a.next_us >= stage.end_us {
                     return Ticket::Wait { until_us: stage.end_us };
@@ -254,10 +256,9 @@ impl Schedule {
                 let at = a.next_us;
                 a.claimed += 1;
                 a.advance();
-                at
+                (self.next_id.fetch_add(1, Ordering::Relaxed), at)
             }
         };
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         if id >= self.max_requests {
             return Ticket::Done;
         }
@@ -437,5 +438,31 @@ mod tests {
         let sent = (0..10).filter(|_| matches!(limited.next(0, 0), Ticket::Send { .. })).count();
         assert_eq!(sent, 3);
         assert!(limited.exhausted());
+    }
+
+    #[test]
+    fn ids_rise_with_intended_send_times_whichever_user_takes_the_ticket() {
+        // 8 users racing for tickets on threads: every id must belong to a later arrival than
+        // every smaller id (the variants' comparison and the what-if order by either).
+        let stages = [stage("a", 0, 10, open(2000.0, Arrival::Poisson))];
+        let s = std::sync::Arc::new(Schedule::new(&stages, 0, 3, u64::MAX));
+        let threads: Vec<_> = (0..8)
+            .map(|user| {
+                let s = s.clone();
+                std::thread::spawn(move || {
+                    let mut got = Vec::new();
+                    for _ in 0..4000 {
+                        if let Ticket::Send { id, intended_us, .. } = s.next(user, 0) {
+                            got.push((id, intended_us));
+                        }
+                    }
+                    got
+                })
+            })
+            .collect();
+        let mut all: Vec<(u64, u64)> = threads.into_iter().flat_map(|t| t.join().unwrap()).collect();
+        all.sort_unstable();
+        assert!(all.len() > 1000);
+        assert!(all.windows(2).all(|w| w[0].1 <= w[1].1), "an id was given out of arrival order");
     }
 }
