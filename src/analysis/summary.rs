@@ -350,6 +350,30 @@ pub struct RunIdentity {
     pub plan: Option<PlanSettings>,
 }
 
+#[cfg(test)]
+impl RunIdentity {
+    /// For tests: a run of scenario `s` with nothing declared.
+    pub(crate) fn for_tests() -> Self {
+        Self {
+            scenario: "s".into(),
+            scenario_file: "s.toml".into(),
+            run_id: "run".into(),
+            seed: 1,
+            started_at: String::new(),
+            time_scale: 1.0,
+            target: String::new(),
+            sut: String::new(),
+            client_timeout_ms: None,
+            upstreams: Vec::new(),
+            faults: Vec::new(),
+            declared_max_retries: None,
+            variant: None,
+            declared: Default::default(),
+            plan: None,
+        }
+    }
+}
+
 impl Summary {
     /// A summary of a run that measured nothing yet: completed, no stages, zero totals.
     pub fn empty(id: RunIdentity) -> Self {

@@ -263,22 +263,37 @@ fn whatif_charts(
     ));
     let mut others: Vec<&analysis::whatif::PolicyOutcome> = w.policies.iter().skip(1).collect();
     others.sort_by(|a, b| b.outcomes.valid_rate.total_cmp(&a.outcomes.valid_rate));
-    let pct = |v: &[(f64, f64)]| v.iter().map(|(t, x)| (*t, x * 100.0)).collect::<Vec<_>>();
-    let mut lines = vec![Line { name: "measured".into(), points: pct(&w.measured.valid_series), color: 0 }];
-    lines.extend(
-        w.policies.iter().take(1).chain(others.into_iter().take(WHATIF_LINES)).enumerate().map(|(k, p)| Line {
-            name: label(p),
-            points: pct(&p.outcomes.valid_series),
-            color: k + 1,
-        }),
-    );
+    let drawn: Vec<&analysis::whatif::PolicyOutcome> =
+        w.policies.iter().take(1).chain(others.into_iter().take(WHATIF_LINES)).collect();
+    // The measured run first, then the policy that ran as simulated, then the others.
+    let lines = |pick: fn(&analysis::whatif::Outcomes) -> Vec<(f64, f64)>| {
+        std::iter::once(Line { name: "measured".into(), points: pick(&w.measured), color: 0 })
+            .chain(drawn.iter().enumerate().map(|(k, p)| Line {
+                name: label(p),
+                points: pick(&p.outcomes),
+                color: k + 1,
+            }))
+            .collect::<Vec<_>>()
+    };
     out.push((
         "whatif-timeline".into(),
         Chart::Lines(LineChart {
             title: format!("What if: valid answers by send time (measured, simulated, {WHATIF_LINES} best policies)"),
             x_label: "send time since load start (s)".into(),
             y_label: "valid answers (%)".into(),
-            lines,
+            lines: lines(|o| o.valid_series.iter().map(|(t, x)| (*t, x * 100.0)).collect()),
+            shaded: shade.to_vec(),
+            x_range: span,
+            ..LineChart::default()
+        }),
+    ));
+    out.push((
+        "whatif-latency".into(),
+        Chart::Lines(LineChart {
+            title: "What if: p95 latency of the valid answers by send time".into(),
+            x_label: "send time since load start (s)".into(),
+            y_label: "p95 latency (ms)".into(),
+            lines: lines(|o| o.p95_series.clone()),
             shaded: shade.to_vec(),
             x_range: span,
             ..LineChart::default()

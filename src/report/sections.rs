@@ -621,6 +621,7 @@ fn whatif(d: &mut Doc, s: &Summary, charts: &[String]) {
     chart(d, charts, "whatif-valid", "share of valid answers under each policy");
     chart(d, charts, "whatif-amplification", "attempts per request under each policy");
     chart(d, charts, "whatif-timeline", "share of valid answers over time, measured and simulated");
+    chart(d, charts, "whatif-latency", "p95 latency of valid answers over time, measured and simulated");
 }
 
 /// The what-if of one run: the calibration line first, what was inferred and not modelled,
@@ -719,8 +720,12 @@ fn whatif_calibration(w: &analysis::whatif::WhatIf) -> String {
     let f = |metric: &str| c.checks.iter().find(|k| k.metric.starts_with(metric));
     let pair = |metric: &str, scale: f64, unit: &str| {
         f(metric).map_or(String::new(), |k| {
-            let v =
-                |x: Option<f64>| x.map_or("never".into(), |x| format!("{}{unit}", (x * scale * 100.0).round() / 100.0));
+            let v = |x: Option<f64>| {
+                x.map_or("never".into(), |x| {
+                    let x = x * scale;
+                    if x >= 100.0 { format!("{x:.0}{unit}") } else { format!("{}{unit}", (x * 100.0).round() / 100.0) }
+                })
+            };
             format!("{} {} measured vs {} simulated", metric, v(k.measured), v(k.simulated))
         })
     };
@@ -746,39 +751,137 @@ fn whatif_calibration(w: &analysis::whatif::WhatIf) -> String {
     }
 }
 
-/// The policy with the most valid answers (fewest attempts among equals), against the run.
+/// A what-if policy is called better when it answers this share more requests `ok`.
+const WHATIF_BETTER: f64 = 0.01;
+
+/// The policy with the most valid answers (fewest attempts among equals) among those that came
+/// back after the faults, against the run; a policy that never recovered is never recommended.
 fn whatif_best(w: &analysis::whatif::WhatIf) -> Option<String> {
-    let best = w.policies.iter().skip(1).max_by(|a, b| {
+    let others: Vec<&analysis::whatif::PolicyOutcome> = w.policies.iter().skip(1).collect();
+    let stuck: Vec<String> =
+        others.iter().filter(|p| p.outcomes.recovered == Some(false)).map(|p| format!("`{}`", p.name)).collect();
+    let best = others.iter().filter(|p| p.outcomes.recovered != Some(false)).max_by(|a, b| {
         a.outcomes
             .valid_rate
             .total_cmp(&b.outcomes.valid_rate)
             .then(b.outcomes.amplification.total_cmp(&a.outcomes.amplification))
-    })?;
-    let o = &best.outcomes;
-    let m = &w.measured;
-    Some(if o.valid_rate > m.valid_rate {
-        format!(
-            "Of the policies simulated, **`{}`** answers the most requests `ok`: {} against {} measured, at A = {} (measured {}), peak {} at the provider (measured {}).",
-            best.name,
-            pct(o.valid_rate),
-            pct(m.valid_rate),
-            o.amplification,
-            m.amplification,
-            o.peak_in_flight,
-            m.peak_in_flight
-        )
-    } else {
-        format!(
-            "None of the policies simulated answers more requests `ok` than the run did ({} measured; the best, `{}`, {}).",
-            pct(m.valid_rate),
-            best.name,
-            pct(o.valid_rate)
-        )
-    })
+    });
+    let mut out = match best {
+        None => "Every policy simulated stayed degraded after the faults ended: none recovered.".to_string(),
+        Some(best) => {
+            // Against the policy that ran *as simulated*: the same model on both sides, so a
+            // difference is the policy's, not the model's (the calibration line covers that).
+            let (o, m) = (&best.outcomes, &w.policies[0].outcomes);
+            let recovery = |r: &analysis::whatif::Outcomes| match (r.recovered, r.recovery_s) {
+                (Some(_), Some(s)) => format!("back {s} s after the faults"),
+                (Some(_), None) => "never back".into(),
+                (None, _) => "no fault ended".into(),
+            };
+            if o.valid_rate >= m.valid_rate + WHATIF_BETTER {
+                format!(
+                    "Of the policies that recovered, **`{}`** answers the most requests `ok`: {} against {} for `{}` as simulated, at A = {} (vs {}), peak {} at the provider (vs {}), {} (vs {}).",
+                    best.name,
+                    pct(o.valid_rate),
+                    pct(m.valid_rate),
+                    w.ran,
+                    o.amplification,
+                    m.amplification,
+                    o.peak_in_flight,
+                    m.peak_in_flight,
+                    recovery(o),
+                    recovery(m)
+                )
+            } else {
+                format!(
+                    "No policy that recovered answers at least {} % more requests `ok` than `{}` as simulated ({}; the best, `{}`, {}).",
+                    WHATIF_BETTER * 100.0,
+                    w.ran,
+                    pct(m.valid_rate),
+                    best.name,
+                    pct(o.valid_rate)
+                )
+            }
+        }
+    };
+    if !stuck.is_empty() {
+        out.push_str(&format!(
+            " Never back to the baseline after the faults (valid answers slower or fewer than before, to the end of the run), so not recommended whatever their totals: {}.",
+            stuck.join(", ")
+        ));
+    }
+    Some(out)
 }
 
 fn files(d: &mut Doc) {
     d.push(Block::Para(
         "Files: `summary.json` (all numbers; schema `chaos schema summary`), `samples.ndjson`, `attempts.ndjson`, `windows.ndjson`, `events.ndjson`, `charts/`. Re-render with `chaos report RUN_DIR`.".into(),
     ));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::whatif::{Calibration, Outcomes, PolicyOutcome, WhatIf, measure::Check};
+
+    fn policy(name: &str, valid: f64, recovered: bool) -> PolicyOutcome {
+        PolicyOutcome {
+            name: name.into(),
+            source: "shipped".into(),
+            outcomes: Outcomes {
+                valid_rate: valid,
+                recovered: Some(recovered),
+                recovery_s: recovered.then_some(3.0),
+                ..Outcomes::default()
+            },
+            ..PolicyOutcome::default()
+        }
+    }
+
+    fn whatif(calibrated: bool) -> WhatIf {
+        let check = |metric: &str, ok: bool| Check {
+            metric: metric.into(),
+            measured: Some(1.0),
+            simulated: Some(if ok { 1.0 } else { 2.0 }),
+            tolerance: "±10 %".into(),
+            ok,
+        };
+        WhatIf {
+            ran: "naive".into(),
+            ran_source: "built-in gateway".into(),
+            calibration: Calibration {
+                calibrated,
+                checks: vec![check("A (attempts per request)", calibrated), check("p95 latency, ms", true)],
+            },
+            policies: vec![
+                PolicyOutcome { source: "ran".into(), ..policy("naive", 0.80, true) },
+                policy("immediate-3", 0.95, false),
+                policy("budget-10pct", 0.90, true),
+                policy("no-retries", 0.70, true),
+            ],
+            ..WhatIf::default()
+        }
+    }
+
+    fn markdown(w: WhatIf) -> String {
+        let s = Summary { whatif: Some(w), ..Summary::empty(crate::analysis::summary::RunIdentity::for_tests()) };
+        document(&s, None, &[]).markdown()
+    }
+
+    #[test]
+    fn a_policy_that_never_recovered_is_never_the_recommendation() {
+        let md = markdown(whatif(true));
+        assert!(md.contains("**Calibrated**: simulating `naive`"), "{md}");
+        assert!(md.contains("**`budget-10pct`** answers the most requests `ok`: 90.0 % against 80.0 %"), "{md}");
+        assert!(md.contains("so not recommended whatever their totals: `immediate-3`."), "{md}");
+        // The calibration line comes before the table.
+        assert!(md.find("**Calibrated**").unwrap() < md.find("| policy | source |").unwrap());
+    }
+
+    #[test]
+    fn an_uncalibrated_what_if_says_so_and_shows_the_miss() {
+        let md = markdown(whatif(false));
+        assert!(md.contains("**Uncalibrated**") && md.contains("A (attempts per request) off"), "{md}");
+        assert!(md.contains("| A (attempts per request) | 1 | 2 | ±10 % | **miss** |"), "{md}");
+        assert!(!md.contains("**Calibrated**"));
+    }
 }

@@ -51,6 +51,9 @@ pub struct Outcomes {
     pub amplification_series: Vec<(f64, f64)>,
     /// Share of requests answered `ok` per bucket: (seconds from the load start, share).
     pub valid_series: Vec<(f64, f64)>,
+    /// p95 latency of the `ok` answers per bucket, ms (buckets without one are left out).
+    #[serde(default)]
+    pub p95_series: Vec<(f64, f64)>,
 }
 
 /// Chart buckets: wide enough to hold a few dozen requests.
@@ -78,7 +81,7 @@ pub fn outcomes(s: &Summary, samples: &[Sample], attempts: &[Attempt]) -> Outcom
     let q = |p: f64| (!h.is_empty()).then(|| round3(h.value_at_quantile(p) as f64 / 1000.0));
     let recovery = crate::analysis::run_recovery(s, samples);
     let last = recovery.iter().max_by(|a, b| a.ended_s.total_cmp(&b.ended_s));
-    let (series_a, series_v) = series(s, samples, attempts);
+    let (series_a, series_v, series_p) = series(s, samples, attempts);
     Outcomes {
         requests,
         attempts: retry.as_ref().map_or(0, |r| (r.amplification.overall * requests as f64).round() as u64),
@@ -95,6 +98,7 @@ pub fn outcomes(s: &Summary, samples: &[Sample], attempts: &[Attempt]) -> Outcom
         outcomes: by_outcome,
         amplification_series: series_a,
         valid_series: series_v,
+        p95_series: series_p,
     }
 }
 
@@ -123,7 +127,7 @@ fn peak(attempts: &[Attempt]) -> u64 {
 /// Points of a chart line: (seconds from the load start, value).
 type Points = Vec<(f64, f64)>;
 
-fn series(s: &Summary, samples: &[Sample], attempts: &[Attempt]) -> (Points, Points) {
+fn series(s: &Summary, samples: &[Sample], attempts: &[Attempt]) -> (Points, Points, Points) {
     let width = bucket_s(s);
     let per_s = crate::analysis::retry::series(samples, attempts, s.load_start_us);
     let mut a = Vec::new();
@@ -133,15 +137,26 @@ fn series(s: &Summary, samples: &[Sample], attempts: &[Attempt]) -> (Points, Poi
             a.push((chunk[0].0 as f64, round3(att as f64 / sent as f64)));
         }
     }
-    let mut buckets: BTreeMap<u64, (u64, u64)> = BTreeMap::new();
+    let mut buckets: BTreeMap<u64, (u64, Vec<u64>)> = BTreeMap::new();
     for x in samples {
         let b = x.intended_us.saturating_sub(s.load_start_us) / 1_000_000 / width * width;
         let e = buckets.entry(b).or_default();
         e.0 += 1;
-        e.1 += u64::from(x.outcome == Outcome::Ok);
+        if x.outcome == Outcome::Ok {
+            e.1.push(x.latency_us());
+        }
     }
-    let v = buckets.into_iter().map(|(t, (n, ok))| (t as f64, round3(ok as f64 / n as f64))).collect();
-    (a, v)
+    let v = buckets.iter().map(|(t, (n, ok))| (*t as f64, round3(ok.len() as f64 / *n as f64))).collect();
+    let p = buckets
+        .into_iter()
+        .filter(|(_, (_, ok))| !ok.is_empty())
+        .map(|(t, (_, mut ok))| {
+            ok.sort_unstable();
+            let i = ((ok.len() as f64 * 0.95).ceil() as usize).clamp(1, ok.len()) - 1;
+            (t as f64, round3(ok[i] as f64 / 1000.0))
+        })
+        .collect();
+    (a, v, p)
 }
 
 /// One calibration check: a simulated number against the measured one.
