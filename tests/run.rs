@@ -53,10 +53,11 @@ async fn closed_load_straight_at_the_mock_measures_its_service_time() {
     assert_eq!(s.status, RunStatus::Completed);
     let st = &s.stages[0];
     assert_eq!(st.level, Level::Closed { users: 4 });
-    // 4 users, each 100 ms per request, for 2 s: 80 requests, 40 req/s.
-    assert!((74..=82).contains(&st.requests), "{}", st.requests);
-    assert!((37.0..=41.0).contains(&st.offered_rps), "{}", st.offered_rps);
-    assert!((37.0..=41.0).contains(&st.goodput_rps), "{}", st.goodput_rps);
+    // 4 users, each 100 ms per request, for 2 s: 80 requests, 40 req/s. Within 10 %: the suite
+    // runs its tests side by side on two cores, and one run measured 36.x req/s under that load.
+    assert!((72..=82).contains(&st.requests), "{}", st.requests);
+    assert!((36.0..=41.0).contains(&st.offered_rps), "{}", st.offered_rps);
+    assert!((36.0..=41.0).contains(&st.goodput_rps), "{}", st.goodput_rps);
     let lat = st.latency_ms.unwrap();
     assert!(lat.p50 >= 100.0 && lat.p50 < 110.0 && lat.p99 < 130.0, "{lat:?}");
     assert_eq!(st.outcomes["ok"], st.requests);

@@ -228,7 +228,9 @@ pub fn shipped() -> Vec<Policy> {
             quota: Some(Quota { capacity: 500, retry_cost: 5, timeout_cost: 10, success_refund: 1 }),
             ..Policy { retry: retry(2, true, true), ..base("aws-standard", "") }
         }
-        .described("AWS SDK standard mode: 3 attempts, backoff, retry quota 500 (5 per retry, 10 after a timeout)"),
+        .described(
+            "AWS SDK standard mode with its pre-2026 quota: 3 attempts, backoff, 500 tokens, 5 per retry, 10 after a timeout (the 2026 defaults charge 14 per transient retry: set [quota] in a policy file)",
+        ),
         Policy {
             breaker: BreakerConfig {
                 enabled: true,
