@@ -379,21 +379,9 @@ mod tests {
 
     fn summary() -> Summary {
         let mut s = Summary::empty(RunIdentity {
-            scenario: "s".into(),
-            scenario_file: "s.toml".into(),
-            run_id: "r".into(),
-            seed: 1,
-            started_at: String::new(),
-            time_scale: 1.0,
-            target: String::new(),
-            sut: String::new(),
-            client_timeout_ms: None,
             upstreams: vec!["primary".into()],
-            faults: Vec::new(),
             declared_max_retries: Some(3),
-            variant: None,
-            declared: Default::default(),
-            plan: None,
+            ..RunIdentity::for_tests()
         });
         s.duration_s = 240.0;
         s.stages = vec![stage("baseline", 600, 0.0), stage("fault", 1200, 0.4)];

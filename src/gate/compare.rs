@@ -314,21 +314,11 @@ mod tests {
 
     fn run(variant: &str, seed: u64, scale: f64, requests: u64, failed: u64) -> Summary {
         let mut s = Summary::empty(RunIdentity {
-            scenario: "s".into(),
-            scenario_file: "s.toml".into(),
             run_id: format!("run-{variant}"),
             seed,
-            started_at: String::new(),
             time_scale: scale,
-            target: String::new(),
-            sut: String::new(),
-            client_timeout_ms: None,
-            upstreams: Vec::new(),
-            faults: Vec::new(),
-            declared_max_retries: None,
             variant: Some(variant.into()),
-            declared: Default::default(),
-            plan: None,
+            ..RunIdentity::for_tests()
         });
         s.totals.requests = requests;
         s.totals.outcomes.insert("ok".into(), requests - failed);

@@ -6,23 +6,7 @@ use crate::analysis::summary::RunIdentity;
 use crate::record::Outcome;
 
 fn identity(faults: Vec<FaultWindow>, plan: Option<PlanSettings>) -> RunIdentity {
-    RunIdentity {
-        scenario: "s".into(),
-        scenario_file: "s.toml".into(),
-        run_id: "r".into(),
-        seed: 1,
-        started_at: String::new(),
-        time_scale: 1.0,
-        target: String::new(),
-        sut: String::new(),
-        client_timeout_ms: None,
-        upstreams: vec!["primary".into()],
-        faults,
-        declared_max_retries: None,
-        variant: None,
-        declared: Default::default(),
-        plan,
-    }
+    RunIdentity { upstreams: vec!["primary".into()], faults, plan, ..RunIdentity::for_tests() }
 }
 
 fn window(name: &str, group: &str, start_s: f64, end_s: f64, multiplier: Option<f64>) -> FaultWindow {

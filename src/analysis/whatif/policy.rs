@@ -17,6 +17,10 @@ use crate::gateway::config::{
 use crate::located::{Problems, ScenarioError, Source};
 
 /// A client-side policy to simulate: the gateway's sections plus three protections of its own.
+///
+/// The gateway's sections are repeated field by field rather than `#[serde(flatten)]`ed from
+/// [`GatewayConfig`]: serde cannot combine `flatten` with `deny_unknown_fields`, and a typo in a
+/// policy file must be an error. `the_gateway_files_parse_as_policies` keeps the two in step.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Policy {
