@@ -84,7 +84,7 @@ pub fn outcomes(s: &Summary, samples: &[Sample], attempts: &[Attempt]) -> Outcom
     let (series_a, series_v, series_p) = series(s, samples, attempts);
     Outcomes {
         requests,
-        attempts: retry.as_ref().map_or(0, |r| (r.amplification.overall * requests as f64).round() as u64),
+        attempts: scoped_attempts(&scoped, attempts),
         amplification: retry.as_ref().map_or(0.0, |r| r.amplification.overall),
         max_window: retry.as_ref().and_then(|r| r.amplification.max_window),
         error_rate: share(failed),
@@ -100,6 +100,18 @@ pub fn outcomes(s: &Summary, samples: &[Sample], attempts: &[Attempt]) -> Outcom
         valid_series: series_v,
         p95_series: series_p,
     }
+}
+
+/// The attempts made for the requests in scope (joined by id), or — when no attempt carries an
+/// id — those that arrived while the scoped requests were being sent and answered.
+fn scoped_attempts(scoped: &[&Sample], attempts: &[Attempt]) -> u64 {
+    let ids: std::collections::HashSet<u64> = scoped.iter().map(|s| s.id).collect();
+    if attempts.iter().any(|a| a.id().is_some()) {
+        return attempts.iter().filter(|a| a.id().is_some_and(|id| ids.contains(&id))).count() as u64;
+    }
+    let from = scoped.iter().map(|s| s.sent_us).min().unwrap_or(0);
+    let to = scoped.iter().map(|s| s.done_us).max().unwrap_or(0);
+    attempts.iter().filter(|a| a.t_us >= from && a.t_us <= to).count() as u64
 }
 
 fn round3(x: f64) -> f64 {

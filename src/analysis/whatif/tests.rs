@@ -305,3 +305,27 @@ fn the_cache_holds_at_most_max_entries_and_expires_them() {
     // A 5 s TTL: each prompt is asked every 2 s, so fetched again every 6 s (at 0, 6, 12, 18 s).
     assert_eq!(cached(100, 5), 20 * 4);
 }
+
+#[test]
+fn the_measured_counts_are_exact_and_scoped() {
+    // Two stages; the second's first second is its warm-up: its requests are out of scope.
+    let w = world(upstream(None, 10), vec![storm_429()], 20.0, 10);
+    let r = simulate(&w, &policy(immediate(2)));
+    let mut s = crate::analysis::Summary::empty(crate::analysis::summary::RunIdentity::for_tests());
+    s.duration_s = 10.0;
+    s.stages = vec![
+        serde_json::from_value(serde_json::json!({
+            "name": "all", "kind": "phase", "start_s": 0.0, "duration_s": 10.0, "warmup_s": 1.0,
+            "level": {"model": "open", "rate": 20.0}, "requests": 200, "offered_rps": 20.0, "completed_rps": 20.0,
+            "goodput_rps": 0.0, "outcomes": {}, "error_rate": 1.0, "valid_rate": 0.0, "upstream_attempts": 600,
+            "sustainability": "sustained"
+        }))
+        .unwrap(),
+    ];
+    let o = measure::outcomes(&s, &r.samples, &r.attempts);
+    assert_eq!(o.requests, 180, "the warm-up second's 20 requests are out of scope");
+    assert_eq!(o.attempts, 540, "exactly 3 attempts for each request in scope");
+    assert_eq!(o.amplification, 3.0);
+    assert_eq!((o.error_rate, o.valid_rate), (1.0, 0.0));
+    assert_eq!(o.outcomes["rate_limited"], 180);
+}
