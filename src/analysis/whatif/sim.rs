@@ -339,7 +339,7 @@ impl Sim<'_> {
             Ev::AttemptTimeout(a) if !self.atts[a].done && !self.atts[a].headers => self.fail(a, Failure::Timeout),
             Ev::BodyTimeout(a) if !self.atts[a].done => self.fail(a, Failure::Timeout),
             Ev::Headers(a) if !self.atts[a].done => self.headers(a),
-            Ev::Body(a) if !self.atts[a].done => self.body(a),
+            Ev::Body(a) if !self.atts[a].done => self.complete(a),
             Ev::Broken(a) if !self.atts[a].done => {
                 let f = if self.atts[a].shape.decision == Decision::Outage { Failure::Connect } else { Failure::Other };
                 self.fail(a, f);
@@ -532,10 +532,6 @@ impl Sim<'_> {
                 None => self.at(start + s.close_us, Ev::Broken(a)),
             },
         }
-    }
-
-    fn body(&mut self, a: usize) {
-        self.complete(a);
     }
 
     /// The attempt's answer arrived whole.
