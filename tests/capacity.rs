@@ -80,7 +80,10 @@ within = "4s"
         .collect();
     assert!(healthy_steps.iter().take(6).all(|&p| p < 150.0), "{healthy_steps:?}");
     let slow_first = s.stages.iter().find(|st| st.name == "slow-x3/step-1").unwrap().latency_valid_ms.unwrap().p50;
-    assert!((slow_first - 300.0).abs() < 40.0, "slow-x3 at 6 req/s: p50 {slow_first} (×3 of 100 ms, no ramp)");
+    // ×3 of 100 ms with no ramp: 300 ms (a ramp would put it near 200 ms). A busy 2-core
+    // machine (the probe test runs beside this one) adds tens of ms, never removes any: 340
+    // was seen in CI.
+    assert!((280.0..=390.0).contains(&slow_first), "slow-x3 at 6 req/s: p50 {slow_first} (×3 of 100 ms, no ramp)");
     let r = s.recommended.as_ref().expect("a recommended limit");
     assert_eq!(r.condition, "slow-x3");
     assert!((r.load - 0.8 * slow).abs() < 1e-9, "{r:?}");
