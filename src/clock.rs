@@ -28,6 +28,18 @@ impl Clock {
         Self { epoch, wall }
     }
 
+    /// A clock whose epoch is the wall-clock instant `wall` (past or future), so processes on
+    /// different machines share one timeline up to their clocks' skew (NTP: milliseconds).
+    /// `None` when the monotonic clock cannot reach that far back.
+    pub fn at_wall(wall: SystemTime) -> Option<Self> {
+        let (now, now_wall) = (Instant::now(), SystemTime::now());
+        let epoch = match wall.duration_since(now_wall) {
+            Ok(ahead) => now.checked_add(ahead)?,
+            Err(e) => now.checked_sub(e.duration())?,
+        };
+        Some(Self { epoch, wall })
+    }
+
     /// The instant all offsets are measured from.
     pub fn epoch(&self) -> Instant {
         self.epoch
@@ -78,6 +90,16 @@ mod tests {
         let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs();
         assert!(clock.unix_secs_at(Instant::now()).abs_diff(now) <= 1);
         assert_eq!(clock.unix_secs_at(clock.instant_at(10_000_000)), clock.unix_secs_at(clock.epoch()) + 10);
+    }
+
+    #[test]
+    fn a_clock_on_a_wall_instant_counts_from_it() {
+        let wall = SystemTime::now() + Duration::from_secs(5);
+        let clock = Clock::at_wall(wall).unwrap();
+        assert!(clock.now_us().abs_diff(0) == 0, "the epoch is in the future: now clamps to 0");
+        assert_eq!(clock.unix_secs_at(clock.instant_at(0)), wall.duration_since(UNIX_EPOCH).unwrap().as_secs());
+        let past = Clock::at_wall(SystemTime::now() - Duration::from_secs(2)).unwrap();
+        assert!((1_990_000..2_100_000).contains(&past.now_us()), "{}", past.now_us());
     }
 
     #[test]

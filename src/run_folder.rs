@@ -45,11 +45,17 @@ pub enum RunFile {
     Probe,
     /// `whatif.json`: the run replayed under other policies (`chaos whatif`).
     WhatIf,
+    /// `shard.json`: which share of a sharded run this folder holds (`chaos run --worker`,
+    /// `chaos mock --scenario`), and what its generator counted.
+    Shard,
+    /// `histograms.ndjson`: a worker's HDR histograms (V2 + DEFLATE), per window as it closes
+    /// and per stage at the end, for a lossless `chaos merge`.
+    Histograms,
 }
 
 impl RunFile {
     /// Every file of a run folder.
-    pub const ALL: [RunFile; 13] = [
+    pub const ALL: [RunFile; 15] = [
         Self::Summary,
         Self::Samples,
         Self::Attempts,
@@ -63,6 +69,8 @@ impl RunFile {
         Self::Comparison,
         Self::Probe,
         Self::WhatIf,
+        Self::Shard,
+        Self::Histograms,
     ];
 
     /// The file's name in the folder.
@@ -81,6 +89,8 @@ impl RunFile {
             Self::Comparison => "comparison.json",
             Self::Probe => "probe.ndjson",
             Self::WhatIf => "whatif.json",
+            Self::Shard => "shard.json",
+            Self::Histograms => "histograms.ndjson",
         }
     }
 }
@@ -241,11 +251,22 @@ impl RunFolder {
         read_ndjson(&self.path(RunFile::Windows))
     }
 
+    /// `shard.json`, when the folder is one share of a sharded run.
+    pub fn shard(&self) -> Result<Option<crate::record::ShardFile>, FolderError> {
+        self.read_json(RunFile::Shard)
+    }
+
+    /// Every line of an NDJSON file whose type lives higher up (`histograms.ndjson`), in file
+    /// order; empty when the file does not exist.
+    pub fn lines<T: DeserializeOwned>(&self, file: RunFile) -> Result<Vec<T>, FolderError> {
+        read_ndjson(&self.path(file))
+    }
+
     /// What is wrong with the folder's NDJSON logs: a log whose last line is cut short (the
     /// appenders only ever write whole lines, so this is damage done after the run). Empty
     /// when nothing is.
     pub fn damage(&self) -> Vec<String> {
-        [RunFile::Samples, RunFile::Attempts, RunFile::Events, RunFile::Windows]
+        [RunFile::Samples, RunFile::Attempts, RunFile::Events, RunFile::Windows, RunFile::Histograms]
             .into_iter()
             .filter(|f| std::fs::read(self.path(*f)).is_ok_and(|b| b.last().is_some_and(|c| *c != b'\n')))
             .map(|f| format!("{}: its last line is cut short", f.name()))

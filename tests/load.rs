@@ -27,6 +27,8 @@ async fn drive(s: &Scenario, target: String, clock: Clock) -> (Vec<Sample>, load
         max_requests: 1_000_000,
         first_id: 0,
         cutoff: None,
+        shard: chaos::record::Shard::WHOLE,
+        skip_before_us: 0,
     };
     let report = load::run(&one, cfg, tx, stop).await.unwrap();
     let mut samples = Vec::new();

@@ -2,6 +2,11 @@
 //! stage (latency from the intended send time, TTFT, inter-token gaps, schedule lag) and per
 //! 1-second window of completion time. A window is reduced to a small summary as soon as no
 //! more samples can land in it, so a one-hour game day keeps ~3,600 summaries, not samples.
+//!
+//! A worker of a sharded run also keeps every histogram, serialized (HDR V2 + DEFLATE, the
+//! format HdrHistogram's other implementations read): each window's as it closes and each
+//! stage's at the end ([`HistogramLine`]), so `chaos merge` adds histograms rather than
+//! averaging percentiles ([`merge_stages`], [`merge_windows`]).
 
 use std::collections::BTreeMap;
 
@@ -120,7 +125,7 @@ impl StageRecord {
 
 pub use crate::record::{WindowLatency, WindowSummary};
 
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 struct Window {
     latency: Histogram<u64>,
     ttft: Histogram<u64>,
@@ -172,6 +177,8 @@ pub struct Recorder {
     first_open: u64,
     closed: Vec<WindowSummary>,
     total: OutcomeCounts,
+    /// Closed windows' histograms, serialized, when kept ([`Recorder::keeping_histograms`]).
+    kept: Option<Vec<HistogramLine>>,
 }
 
 /// How long after a window ends it stays open for late samples, µs.
@@ -193,7 +200,20 @@ impl Recorder {
             first_open: 0,
             closed: Vec::new(),
             total: OutcomeCounts::default(),
+            kept: None,
         }
+    }
+
+    /// The same recorder, also keeping each closed window's histograms (serialized) until
+    /// [`Recorder::take_histograms`] takes them.
+    pub fn keeping_histograms(mut self) -> Self {
+        self.kept = Some(Vec::new());
+        self
+    }
+
+    /// The serialized histograms of the windows closed since the last call.
+    pub fn take_histograms(&mut self) -> Vec<HistogramLine> {
+        self.kept.as_mut().map(std::mem::take).unwrap_or_default()
     }
 
     /// Takes one sample.
@@ -273,6 +293,9 @@ impl Recorder {
         let keep = self.open.split_off(&cutoff);
         let done = std::mem::replace(&mut self.open, keep);
         let out: Vec<WindowSummary> = done.iter().map(|(t, w)| w.summary(*t)).collect();
+        if let Some(kept) = &mut self.kept {
+            kept.extend(done.iter().map(|(t, w)| HistogramLine::Window(WindowHistograms::of(*t, w))));
+        }
         self.closed.extend(out.iter().cloned());
         out
     }
@@ -287,6 +310,235 @@ impl Recorder {
         self.close_until(u64::MAX);
         (self.stages, self.closed)
     }
+}
+
+/// One line of `histograms.ndjson`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HistogramLine {
+    /// A 1 s window, written as it closes.
+    Window(WindowHistograms),
+    /// A stage, written when the load ends.
+    Stage(StageHistograms),
+}
+
+/// A histogram as base64 of its HDR V2 + DEFLATE serialization.
+fn pack(h: &Histogram<u64>) -> String {
+    use base64::Engine as _;
+    let mut bytes = Vec::new();
+    // Serializing into memory fails only for a histogram too large to encode (none of ours).
+    use hdrhistogram::serialization::Serializer as _;
+    if let Err(e) = hdrhistogram::serialization::V2DeflateSerializer::new().serialize(h, &mut bytes) {
+        tracing::warn!("histogram not serialized: {e:?}");
+        bytes.clear();
+    }
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+/// Why a serialized histogram could not be read back.
+#[derive(Debug, thiserror::Error)]
+#[error("a serialized histogram is unreadable: {0}")]
+pub struct UnpackError(String);
+
+fn unpack(text: &str, sigfig: u8) -> Result<Histogram<u64>, UnpackError> {
+    use base64::Engine as _;
+    let bytes = base64::engine::general_purpose::STANDARD.decode(text).map_err(|e| UnpackError(e.to_string()))?;
+    if bytes.is_empty() {
+        return Ok(histogram(sigfig));
+    }
+    let read: Histogram<u64> = hdrhistogram::serialization::Deserializer::new()
+        .deserialize(&mut std::io::Cursor::new(bytes))
+        .map_err(|e| UnpackError(format!("{e:?}")))?;
+    // Into our bounds and precision, so it adds to the others exactly.
+    let mut h = histogram(sigfig);
+    h.add(&read).map_err(|e| UnpackError(format!("{e:?}")))?;
+    Ok(h)
+}
+
+fn add(into: &mut Histogram<u64>, from: &Histogram<u64>) {
+    // Same bounds and precision on both sides (`histogram`): adding cannot fail.
+    if let Err(e) = into.add(from) {
+        tracing::warn!("histograms not added: {e:?}");
+    }
+}
+
+/// A closed window's histograms and counts.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct WindowHistograms {
+    /// Seconds from the load start.
+    pub t_s: u64,
+    /// Latency, µs, HDR V2 + DEFLATE, base64.
+    pub latency: String,
+    /// Time to first token, µs, likewise.
+    pub ttft: String,
+    /// Outcomes.
+    pub outcomes: OutcomeCounts,
+}
+
+impl WindowHistograms {
+    fn of(t_s: u64, w: &Window) -> Self {
+        Self { t_s, latency: pack(&w.latency), ttft: pack(&w.ttft), outcomes: w.outcomes }
+    }
+
+    fn window(&self) -> Result<Window, UnpackError> {
+        Ok(Window { latency: unpack(&self.latency, 2)?, ttft: unpack(&self.ttft, 2)?, outcomes: self.outcomes })
+    }
+}
+
+/// The windows of several shards of one run: the windows of each second added together.
+pub fn merge_windows(lines: &[WindowHistograms]) -> Result<Vec<WindowSummary>, UnpackError> {
+    let mut by_second: BTreeMap<u64, Window> = BTreeMap::new();
+    for l in lines {
+        let w = l.window()?;
+        match by_second.get_mut(&l.t_s) {
+            Some(into) => {
+                add(&mut into.latency, &w.latency);
+                add(&mut into.ttft, &w.ttft);
+                for o in Outcome::ALL {
+                    into.outcomes.0[o.index()] += w.outcomes.get(o);
+                }
+            }
+            None => {
+                by_second.insert(l.t_s, w);
+            }
+        }
+    }
+    Ok(by_second.iter().map(|(t, w)| w.summary(*t)).collect())
+}
+
+/// A stage's record, its histograms serialized.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct StageHistograms {
+    /// The stage's index in the run.
+    pub stage: usize,
+    /// Serialized histograms, by field name of [`StageRecord`].
+    pub latency: String,
+    #[allow(missing_docs)]
+    pub latency_valid: String,
+    #[allow(missing_docs)]
+    pub ttft: String,
+    #[allow(missing_docs)]
+    pub itl: String,
+    #[allow(missing_docs)]
+    pub lag: String,
+    #[allow(missing_docs)]
+    pub lag_thirds: [String; 2],
+    #[allow(missing_docs)]
+    pub latency_thirds: [String; 2],
+    /// The counts of [`StageRecord`], as they are.
+    pub latency_max_us: u64,
+    #[allow(missing_docs)]
+    pub latency_valid_max_us: u64,
+    #[allow(missing_docs)]
+    pub no_first_token: u64,
+    #[allow(missing_docs)]
+    pub outcomes: OutcomeCounts,
+    #[allow(missing_docs)]
+    pub client_attempts: u64,
+    #[allow(missing_docs)]
+    pub sut_attempts: (u64, u64),
+    #[allow(missing_docs)]
+    pub warmup_excluded: u64,
+    #[allow(missing_docs)]
+    pub tokens: u64,
+    #[allow(missing_docs)]
+    pub id_range: Option<(u64, u64)>,
+    #[allow(missing_docs)]
+    pub completed: u64,
+    #[allow(missing_docs)]
+    pub good_completed: u64,
+}
+
+impl StageRecord {
+    /// This record with its histograms serialized, as stage `stage`'s line.
+    pub fn serialized(&self, stage: usize) -> HistogramLine {
+        HistogramLine::Stage(StageHistograms {
+            stage,
+            latency: pack(&self.latency),
+            latency_valid: pack(&self.latency_valid),
+            ttft: pack(&self.ttft),
+            itl: pack(&self.itl),
+            lag: pack(&self.lag),
+            lag_thirds: [pack(&self.lag_thirds[0]), pack(&self.lag_thirds[1])],
+            latency_thirds: [pack(&self.latency_thirds[0]), pack(&self.latency_thirds[1])],
+            latency_max_us: self.latency_max_us,
+            latency_valid_max_us: self.latency_valid_max_us,
+            no_first_token: self.no_first_token,
+            outcomes: self.outcomes,
+            client_attempts: self.client_attempts,
+            sut_attempts: self.sut_attempts,
+            warmup_excluded: self.warmup_excluded,
+            tokens: self.tokens,
+            id_range: self.id_range,
+            completed: self.completed,
+            good_completed: self.good_completed,
+        })
+    }
+
+    fn deserialized(h: &StageHistograms) -> Result<Self, UnpackError> {
+        Ok(Self {
+            latency: unpack(&h.latency, 3)?,
+            latency_valid: unpack(&h.latency_valid, 3)?,
+            ttft: unpack(&h.ttft, 3)?,
+            itl: unpack(&h.itl, 3)?,
+            lag: unpack(&h.lag, 3)?,
+            lag_thirds: [unpack(&h.lag_thirds[0], 2)?, unpack(&h.lag_thirds[1], 2)?],
+            latency_thirds: [unpack(&h.latency_thirds[0], 2)?, unpack(&h.latency_thirds[1], 2)?],
+            latency_max_us: h.latency_max_us,
+            latency_valid_max_us: h.latency_valid_max_us,
+            no_first_token: h.no_first_token,
+            outcomes: h.outcomes,
+            client_attempts: h.client_attempts,
+            sut_attempts: h.sut_attempts,
+            warmup_excluded: h.warmup_excluded,
+            tokens: h.tokens,
+            id_range: h.id_range,
+            completed: h.completed,
+            good_completed: h.good_completed,
+        })
+    }
+
+    /// Adds `other` (the same stage, another shard) into this record.
+    fn absorb(&mut self, other: &StageRecord) {
+        add(&mut self.latency, &other.latency);
+        add(&mut self.latency_valid, &other.latency_valid);
+        add(&mut self.ttft, &other.ttft);
+        add(&mut self.itl, &other.itl);
+        add(&mut self.lag, &other.lag);
+        for p in 0..2 {
+            add(&mut self.lag_thirds[p], &other.lag_thirds[p]);
+            add(&mut self.latency_thirds[p], &other.latency_thirds[p]);
+        }
+        self.latency_max_us = self.latency_max_us.max(other.latency_max_us);
+        self.latency_valid_max_us = self.latency_valid_max_us.max(other.latency_valid_max_us);
+        self.no_first_token += other.no_first_token;
+        for o in Outcome::ALL {
+            self.outcomes.0[o.index()] += other.outcomes.get(o);
+        }
+        self.client_attempts += other.client_attempts;
+        self.sut_attempts.0 += other.sut_attempts.0;
+        self.sut_attempts.1 += other.sut_attempts.1;
+        self.warmup_excluded += other.warmup_excluded;
+        self.tokens += other.tokens;
+        self.id_range = match (self.id_range, other.id_range) {
+            (Some((a, b)), Some((c, d))) => Some((a.min(c), b.max(d))),
+            (a, b) => a.or(b),
+        };
+        self.completed += other.completed;
+        self.good_completed += other.good_completed;
+    }
+}
+
+/// The stage records of `stages` stages from the stage lines of several shards: each stage's
+/// histograms added, its counts summed (a stage no shard wrote stays empty).
+pub fn merge_stages(stages: usize, lines: &[StageHistograms]) -> Result<Vec<StageRecord>, UnpackError> {
+    let mut out: Vec<StageRecord> = (0..stages).map(|_| StageRecord::new()).collect();
+    for l in lines {
+        if let Some(into) = out.get_mut(l.stage) {
+            into.absorb(&StageRecord::deserialized(l)?);
+        }
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -350,6 +602,64 @@ mod tests {
         assert_eq!((stages[1].warmup_excluded, stages[1].outcomes.total()), (1, 1));
         assert_eq!(windows.iter().map(|w| w.requests).sum::<u64>(), 2);
         assert_eq!(windows.iter().map(|w| w.t_s).collect::<Vec<_>>(), [2, 3]);
+    }
+
+    /// Two shards' serialized histograms, merged, give exactly the percentiles and counts of
+    /// one recorder that saw every sample.
+    #[test]
+    fn merged_shard_histograms_equal_one_recorder_of_every_sample() {
+        let mut whole = Recorder::new(&stages(), 0).keeping_histograms();
+        let mut shards =
+            [Recorder::new(&stages(), 0).keeping_histograms(), Recorder::new(&stages(), 0).keeping_histograms()];
+        let mut rng = crate::seed::rng_for(1, 2, 3);
+        for i in 0..4000u64 {
+            use rand::RngExt as _;
+            let stage = u16::from(i >= 2000);
+            let intended = u64::from(stage) * 2_000_000 + (i % 2000) * 1000;
+            let latency = rng.random_range(1_000..900_000u64);
+            let outcome = if i % 7 == 0 { Outcome::Timeout } else { Outcome::Ok };
+            let mut s = sample(stage, intended, latency, outcome);
+            s.id = i;
+            s.itl_us = vec![(latency / 10) as u32; 3];
+            whole.record(&s);
+            shards[(i % 2) as usize].record(&s);
+        }
+        let (stages_whole, windows_whole) = whole.finish();
+        let mut stage_lines = Vec::new();
+        let mut window_lines = Vec::new();
+        for sh in shards {
+            let mut sh = sh;
+            sh.close_until(u64::MAX);
+            for l in sh.take_histograms() {
+                // Through the file format and back.
+                let l: HistogramLine = serde_json::from_str(&serde_json::to_string(&l).unwrap()).unwrap();
+                if let HistogramLine::Window(w) = l {
+                    window_lines.push(w);
+                }
+            }
+            let (recs, _) = sh.finish();
+            for (k, r) in recs.iter().enumerate() {
+                if let HistogramLine::Stage(h) = r.serialized(k) {
+                    stage_lines.push(h);
+                }
+            }
+        }
+        let merged = merge_stages(2, &stage_lines).unwrap();
+        for (m, w) in merged.iter().zip(&stages_whole) {
+            for (a, b) in
+                [(&m.latency, &w.latency), (&m.itl, &w.itl), (&m.lag, &w.lag), (&m.latency_valid, &w.latency_valid)]
+            {
+                assert_eq!(a.len(), b.len());
+                for q in [0.5, 0.9, 0.99, 0.999, 1.0] {
+                    assert_eq!(a.value_at_quantile(q), b.value_at_quantile(q), "q{q}");
+                }
+            }
+            assert_eq!(
+                (m.outcomes, m.latency_max_us, m.client_attempts, m.id_range, m.completed, m.warmup_excluded),
+                (w.outcomes, w.latency_max_us, w.client_attempts, w.id_range, w.completed, w.warmup_excluded)
+            );
+        }
+        assert_eq!(merge_windows(&window_lines).unwrap(), windows_whole);
     }
 
     #[test]

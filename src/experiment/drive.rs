@@ -300,6 +300,8 @@ impl Segments<'_> {
             max_requests: scenario.limits.max_requests,
             first_id: self.report.issued,
             cutoff: Some(cutoff.clone()),
+            shard: crate::record::Shard::WHOLE,
+            skip_before_us: 0,
         };
         let report = load::run(self.exclusive, cfg, tx, stopper.subscribe()).await;
         if let Some(w) = watcher {

@@ -72,6 +72,11 @@ pub struct LoadConfig {
     /// Set below `u64::MAX` to end the plan early at that instant (µs on the run clock): no new
     /// request from then on, and those in flight finish (unlike `stop`, which abandons them).
     pub cutoff: Option<Arc<AtomicU64>>,
+    /// This process's share of the load (the whole load unless several processes share it).
+    pub shard: crate::record::Shard,
+    /// A shard that started late skips the arrivals intended before this instant (µs on
+    /// the run clock; 0: none) and counts them as missed.
+    pub skip_before_us: u64,
 }
 
 /// How the generator ended and what its schedule saw.
@@ -152,8 +157,10 @@ pub async fn run(
     stop: watch::Receiver<bool>,
 ) -> Result<LoadReport, LoadError> {
     let headers = expand_headers(&cfg.load)?;
-    let mut schedule =
-        Schedule::new(&cfg.load.stages, cfg.t0_us, cfg.seed, cfg.max_requests).starting_at_id(cfg.first_id);
+    let mut schedule = Schedule::new(&cfg.load.stages, cfg.t0_us, cfg.seed, cfg.max_requests)
+        .starting_at_id(cfg.first_id)
+        .sharded(cfg.shard)
+        .skipping_before(cfg.skip_before_us);
     if let Some(c) = &cfg.cutoff {
         schedule = schedule.with_cutoff(c.clone());
     }

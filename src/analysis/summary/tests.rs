@@ -41,7 +41,7 @@ fn measure(
         rec.record(&s);
     }
     let (records, _) = rec.finish();
-    let sched = StageSchedule { arrivals: n, claimed: n, dropped: 0, max_in_flight };
+    let sched = StageSchedule { arrivals: n, claimed: n, dropped: 0, missed: 0, max_in_flight };
     stage_summary(&stage, &records[0], &sched, users, n, None, secs as f64)
 }
 
@@ -96,7 +96,7 @@ fn goodput_counts_valid_upstream_answers_by_completion_time() {
         rec.record(&s);
     }
     let (records, _) = rec.finish();
-    let sched = StageSchedule { arrivals: 100, claimed: 100, dropped: 0, max_in_flight: 1 };
+    let sched = StageSchedule { arrivals: 100, claimed: 100, dropped: 0, missed: 0, max_in_flight: 1 };
     let s = stage_summary(&stage, &records[0], &sched, 10, 75, None, 10.0);
     assert_eq!(s.offered_rps, 10.0);
     // The last request ends at 9.95 s: all 100 complete within the stage.
@@ -139,7 +139,7 @@ mod latency_tests {
             rec.record(&s);
         }
         let (records, _) = rec.finish();
-        let sched = StageSchedule { arrivals: 100, claimed: 100, dropped: 0, max_in_flight: 1 };
+        let sched = StageSchedule { arrivals: 100, claimed: 100, dropped: 0, missed: 0, max_in_flight: 1 };
         let s = stage_summary(&stage, &records[0], &sched, 50, 70, None, 100.0);
         let valid = s.latency_valid_ms.unwrap();
         assert!((valid.p50 - 100.0).abs() < 0.2, "fallbacks do not pull the median down: {valid:?}");
