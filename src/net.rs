@@ -46,6 +46,28 @@ pub fn url_host(url: &str) -> &str {
     }
 }
 
+/// Whether `host` is a Kubernetes Service name as a pod resolves it: a bare name (a Service in
+/// the pod's namespace) or one ending in `.svc` or `.svc.cluster.local`.
+pub fn is_cluster_service_host(host: &str) -> bool {
+    let h = host.trim_end_matches('.').to_ascii_lowercase();
+    let label = |l: &str| {
+        !l.is_empty()
+            && l.len() <= 63
+            && l.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+            && !l.starts_with('-')
+            && !l.ends_with('-')
+    };
+    let name = h.strip_suffix(".svc.cluster.local").or_else(|| h.strip_suffix(".svc")).unwrap_or(&h);
+    let labels: Vec<&str> = name.split('.').collect();
+    let bare = labels.len() == 1 && name == h;
+    let qualified = labels.len() == 2 && name != h;
+    (bare || qualified)
+        && labels.iter().all(|l| label(l))
+        && !labels[0].bytes().all(|b| b.is_ascii_digit())
+        && !is_loopback_host(host)
+        && h != "localhost"
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -56,6 +78,18 @@ mod tests {
         assert_eq!(url_host("http://[::1]:8080"), "::1");
         assert_eq!(url_host("http://user@example.com:80/x"), "example.com");
         assert_eq!(url_host("http://127.1"), "127.1");
+    }
+
+    #[test]
+    fn cluster_service_hosts() {
+        for h in ["chaos-mock", "gateway.llm.svc", "gateway.llm.svc.cluster.local", "chaos-mock.default.svc."] {
+            assert!(is_cluster_service_host(h), "{h}");
+        }
+        for h in
+            ["example.com", "api.openai.com", "10.0.0.1", "gateway.llm", "a.b.c.svc", "localhost", "2130706433", "-x"]
+        {
+            assert!(!is_cluster_service_host(h), "{h}");
+        }
     }
 
     #[test]

@@ -319,7 +319,7 @@ pub enum HistogramLine {
     /// A 1 s window, written as it closes.
     Window(WindowHistograms),
     /// A stage, written when the load ends.
-    Stage(StageHistograms),
+    Stage(Box<StageHistograms>),
 }
 
 /// A histogram as base64 of its HDR V2 + DEFLATE serialization.
@@ -452,7 +452,7 @@ pub struct StageHistograms {
 impl StageRecord {
     /// This record with its histograms serialized, as stage `stage`'s line.
     pub fn serialized(&self, stage: usize) -> HistogramLine {
-        HistogramLine::Stage(StageHistograms {
+        HistogramLine::Stage(Box::new(StageHistograms {
             stage,
             latency: pack(&self.latency),
             latency_valid: pack(&self.latency_valid),
@@ -472,7 +472,7 @@ impl StageRecord {
             id_range: self.id_range,
             completed: self.completed,
             good_completed: self.good_completed,
-        })
+        }))
     }
 
     fn deserialized(h: &StageHistograms) -> Result<Self, UnpackError> {
@@ -640,7 +640,7 @@ mod tests {
             let (recs, _) = sh.finish();
             for (k, r) in recs.iter().enumerate() {
                 if let HistogramLine::Stage(h) = r.serialized(k) {
-                    stage_lines.push(h);
+                    stage_lines.push(*h);
                 }
             }
         }

@@ -216,6 +216,24 @@ pub struct GeneratorSummary {
     pub issued: u64,
     /// Samples the recorders could not take (always 0 unless the machine was overloaded).
     pub lost_samples: u64,
+    /// Processes that generated the load (`chaos run --worker I/N` shards merged by
+    /// `chaos merge`); 1 for one process.
+    #[serde(default = "one")]
+    pub workers: u32,
+    /// Arrivals never sent because the worker that owned them started after their time.
+    #[serde(default)]
+    pub missed: u64,
+    /// How late the latest worker started past the shared start instant, ms.
+    #[serde(default)]
+    pub late_start_ms: f64,
+    /// `I/N` when this folder is one worker's share of a sharded run (its numbers are its
+    /// share only; `chaos merge` gives the run's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<String>,
+}
+
+fn one() -> u32 {
+    1
 }
 
 /// `summary.json`.
@@ -399,7 +417,15 @@ impl Summary {
                 upstream_attempts: 0,
                 attempts_per_request: None,
             },
-            generator: GeneratorSummary { users: 0, issued: 0, lost_samples: 0 },
+            generator: GeneratorSummary {
+                users: 0,
+                issued: 0,
+                lost_samples: 0,
+                workers: 1,
+                missed: 0,
+                late_start_ms: 0.0,
+                shard: None,
+            },
             upstreams: id.upstreams,
             faults: id.faults,
             declared_max_retries: id.declared_max_retries,

@@ -1,4 +1,6 @@
-//! `chaos mock`: serve a profile (or pool) until SIGINT/SIGTERM.
+//! `chaos mock`: serve a profile (or pool) until SIGINT/SIGTERM; or, with `--scenario`, a
+//! scenario's upstreams and fault timeline — the shared mock of a sharded run when
+//! `--start-at` puts its clock and timeline on the workers' instant.
 
 use std::io::Write;
 use std::net::SocketAddr;
@@ -14,8 +16,29 @@ use super::CliError;
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Profile or pool file (e.g. mock-upstreams/openai.toml).
-    #[arg(long)]
-    pub profile: PathBuf,
+    #[arg(long, required_unless_present = "scenario", conflicts_with = "scenario")]
+    pub profile: Option<PathBuf>,
+    /// Serve a scenario's upstreams and its fault timeline instead (the shared mock of a
+    /// sharded run: `chaos run --worker … --mock URL`).
+    #[arg(long, conflicts_with = "faults")]
+    pub scenario: Option<PathBuf>,
+    /// With --scenario: its time scale, as the workers run it.
+    #[arg(long, default_value_t = 1.0, requires = "scenario")]
+    pub time_scale: f64,
+    /// With --scenario: the variant the workers run.
+    #[arg(long, requires = "scenario")]
+    pub variant: Option<String>,
+    /// With --scenario: the workers' shared start instant (RFC 3339); the fault timeline and
+    /// the attempt times count from it, as in the workers' folders.
+    #[arg(long, value_name = "TIME", requires = "scenario", value_parser = super::run::parse_instant)]
+    pub start_at: Option<std::time::SystemTime>,
+    /// With --start-at: how many workers share the run (recorded for `chaos merge`).
+    #[arg(long, default_value_t = 1, requires = "start_at")]
+    pub workers: u32,
+    /// With --scenario: write attempts.ndjson, events.ndjson and shard.json into this folder
+    /// (a folder `chaos merge` takes beside the workers').
+    #[arg(long, requires = "scenario")]
+    pub out: Option<PathBuf>,
     /// Address of the first upstream; pool members follow on the next ports (port 0: each ephemeral).
     #[arg(long, default_value = "127.0.0.1:0")]
     pub listen: SocketAddr,
@@ -51,8 +74,16 @@ pub struct Args {
     pub admin_token: Option<String>,
 }
 
-pub(super) async fn run(args: Args) -> Result<(), CliError> {
-    let mut upstreams = load_profile(&args.profile)?;
+pub(super) async fn run(mut args: Args) -> Result<(), CliError> {
+    let scenario = match args.scenario.clone() {
+        Some(path) => Some(scenario_mock(&mut args, &path)?),
+        None => None,
+    };
+    let mut upstreams = match (&scenario, &args.profile) {
+        (Some(s), _) => s.upstreams.clone(),
+        (None, Some(profile)) => load_profile(profile)?,
+        (None, None) => return Err(CliError::Usage("give --profile or --scenario".into())),
+    };
     for (i, u) in upstreams.iter_mut().enumerate() {
         if i == 0 || u.listen.is_none() {
             let mut addr = args.listen;
@@ -66,18 +97,34 @@ pub(super) async fn run(args: Args) -> Result<(), CliError> {
         }
     }
     let names: Vec<&str> = upstreams.iter().map(|u| u.name.as_str()).collect();
-    let faults = match &args.faults {
-        Some(path) => load_faults(path, Some(&names))?,
-        None => Vec::new(),
+    let (faults, clock) = match (&scenario, &args.faults) {
+        (Some(s), _) => {
+            let mut faults = s.faults.clone();
+            if let Some(crate::scenario::SutKind::External { url }) = s.sut.as_ref().map(|x| &x.kind) {
+                for f in &mut faults {
+                    crate::faults::ttl_expiry::expand_sut_url(&mut f.fault, url);
+                }
+            }
+            let clock = match args.start_at {
+                Some(at) => crate::experiment::shared_clock(at)
+                    .ok_or_else(|| CliError::Usage("--start-at: too far in the past".into()))?,
+                None => Clock::start(),
+            };
+            (faults, clock)
+        }
+        (None, Some(path)) => (load_faults(path, Some(&names))?, Clock::start()),
+        (None, None) => (Vec::new(), Clock::start()),
     };
+    // On a shared start the timeline counts from the workers' load start, not from now.
+    let shared_t0 = args.start_at.map(|_| crate::experiment::SHARED_T0_US);
     let options = MockOptions {
         seed: args.seed,
-        clock: Clock::start(),
+        clock,
         attempt_log: args.attempt_log.clone(),
         attempt_ring: args.attempt_ring,
         grace: args.grace.as_std(),
         event_log: args.event_log.clone(),
-        faults,
+        faults: if shared_t0.is_some() { Vec::new() } else { faults.clone() },
         admin: (!args.no_admin).then_some(args.admin),
         admin_token: args.admin_token.clone(),
     };
@@ -85,11 +132,49 @@ pub(super) async fn run(args: Args) -> Result<(), CliError> {
     let shutdown = super::signals::Shutdown::install()
         .map_err(|source| CliError::Io { context: "installing signal handlers".into(), source })?;
     let pool = MockPool::start(&upstreams, options).await?;
+    if let Some(t0) = shared_t0 {
+        pool.add_faults_at(faults, t0).map_err(|e| CliError::Usage(format!("faults: {e}")))?;
+    }
+    if let (Some(s), Some(out)) = (&scenario, &args.out) {
+        let shard = crate::record::Shard::new(0, args.workers.max(1)).unwrap_or(crate::record::Shard::WHOLE);
+        let file = crate::experiment::shard_file(
+            s,
+            crate::record::ShardRole::Mock,
+            shard,
+            args.start_at.unwrap_or_else(std::time::SystemTime::now),
+        );
+        crate::run_folder::RunFolder::open(out)
+            .write_json(crate::run_folder::RunFile::Shard, &file)
+            .map_err(|e| CliError::Usage(format!("--out: {e}")))?;
+    }
     announce(&pool).map_err(|source| CliError::Io { context: "writing to stdout".into(), source })?;
     shutdown.wait().await;
     tracing::info!("shutting down");
     pool.shutdown().await?;
     Ok(())
+}
+
+/// The scenario the mock serves (`--scenario`), scaled and narrowed to its variant; its
+/// logs go to `--out` unless given on their own.
+fn scenario_mock(args: &mut Args, path: &std::path::Path) -> Result<crate::scenario::Scenario, CliError> {
+    if !(args.time_scale > 0.0 && args.time_scale.is_finite()) {
+        return Err(CliError::Usage(format!("--time-scale {}: expected a number > 0", args.time_scale)));
+    }
+    let mut s = crate::scenario::Scenario::load(path)?.scaled(args.time_scale);
+    if let Some(name) = &args.variant {
+        s = s.variant_named(name).map_err(CliError::Usage)?.clone();
+    }
+    if args.seed == DEFAULT_SEED {
+        args.seed = s.seed;
+    }
+    if let Some(out) = &args.out {
+        std::fs::create_dir_all(out)
+            .map_err(|source| CliError::Io { context: format!("creating {}", out.display()), source })?;
+        let folder = crate::run_folder::RunFolder::open(out);
+        args.attempt_log.get_or_insert_with(|| folder.path(crate::run_folder::RunFile::Attempts));
+        args.event_log.get_or_insert_with(|| folder.path(crate::run_folder::RunFile::Events));
+    }
+    Ok(s)
 }
 
 /// `listening on http://ADDR` per upstream, first line first; pools add the name; then

@@ -49,6 +49,26 @@ pub struct Args {
     /// recovery (`[load.verify]`'s settings, or its defaults when the file has none).
     #[arg(long)]
     pub verify: bool,
+    /// Generate shard I of N of the load (0 ≤ I < N): every N-th open-load arrival of the
+    /// seeded schedule, every N-th closed-load user. Needs --start-at; `chaos merge` joins the
+    /// shards' folders.
+    #[arg(long, value_name = "I/N", requires = "start_at")]
+    pub worker: Option<crate::record::Shard>,
+    /// The shared start instant of a sharded run (RFC 3339, e.g. 2026-12-01T15:00:00Z): every
+    /// worker starts its first stage there; one that is late skips and counts what it missed.
+    #[arg(long, value_name = "TIME", requires = "worker", value_parser = parse_instant)]
+    pub start_at: Option<std::time::SystemTime>,
+    /// With --worker: the shared mock's first upstream (`chaos mock --scenario`), e.g.
+    /// http://chaos-mock:9000; the scenario's other upstreams on the following ports.
+    /// Without it, each worker starts its own mocks.
+    #[arg(long, value_name = "URL", requires = "worker")]
+    pub mock: Option<String>,
+}
+
+/// An RFC 3339 instant.
+pub(super) fn parse_instant(s: &str) -> Result<std::time::SystemTime, String> {
+    humantime::parse_rfc3339_weak(s)
+        .map_err(|e| format!("{s:?}: {e}: expected an RFC 3339 instant such as 2026-12-01T15:00:00Z"))
 }
 
 pub(super) async fn run(args: Args) -> Result<(), CliError> {
@@ -89,15 +109,27 @@ pub(super) async fn run(args: Args) -> Result<(), CliError> {
             "off" => ProgressMode::Off,
             _ => ProgressMode::Auto,
         },
+        worker: args.worker.zip(args.start_at).map(|(shard, start_at)| experiment::WorkerOptions {
+            shard,
+            start_at,
+            mock: args.mock.clone(),
+        }),
+        // Inside a Kubernetes pod the scenario's in-cluster Services are allowed targets.
+        in_cluster: std::env::var_os("KUBERNETES_SERVICE_HOST").is_some(),
         ..RunOptions::default()
     };
     if !scenario.variants.is_empty() {
         return run_variants(&scenario, &options, stopper).await;
     }
     let outcome = experiment::run(&scenario, &options, stopper).await?;
+    finished(&outcome)
+}
+
+/// What a finished run prints (its table, headlines, findings and gate), and its exit code.
+pub(super) fn finished(outcome: &experiment::RunOutcome) -> Result<(), CliError> {
     print(&render(&outcome.summary, &outcome.dir))?;
     print(&ending(&outcome.summary, outcome.verdict.as_ref()))?;
-    exit_for(&outcome)
+    exit_for(outcome)
 }
 
 /// Every variant, then the comparison; the exit code is the worst of the variants'.
@@ -237,8 +269,14 @@ fn render(s: &Summary, dir: &std::path::Path) -> String {
         RunStatus::Completed => "completed".to_string(),
         RunStatus::Aborted => format!("ABORTED: {}", s.abort_reason.as_deref().unwrap_or("")),
     };
-    let headlines: String =
+    let mut headlines: String =
         crate::report::headlines(s).iter().map(|l| format!("- {}\n", l.replace("**", ""))).collect();
+    if let Some(shard) = &s.generator.shard {
+        headlines.insert_str(
+            0,
+            &format!("- worker {shard} of a sharded run: these numbers are its share only (with a shared mock, its upstream attempts are in the mock's folder); `chaos merge` the workers' folders for the run's\n"),
+        );
+    }
     format!(
         "{} — {status}, {:.1} s, {} requests, {} upstream attempts\nsut: {}\n{t}\n{headlines}run folder: {}\n",
         s.scenario,

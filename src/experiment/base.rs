@@ -82,6 +82,12 @@ pub struct Measured<'a> {
     pub load_end_us: u64,
     /// Why the run stopped early, if it did.
     pub reason: Option<String>,
+    /// Processes that generated the load (1 unless merged from shards).
+    pub workers: u32,
+    /// How late the latest of them started past the shared start, ms.
+    pub late_start_ms: f64,
+    /// This process's share, when it is one worker of several.
+    pub shard: Option<crate::record::Shard>,
 }
 
 /// The measured summary: stages, totals, generator; the analysis sections stay empty.
@@ -140,6 +146,10 @@ pub fn measured(id: RunIdentity, m: &Measured<'_>) -> Summary {
             users: m.report.users as u64,
             issued: m.report.issued,
             lost_samples: m.report.lost_samples,
+            workers: m.workers.max(1),
+            missed: m.report.stages.iter().map(|s| s.missed).sum(),
+            late_start_ms: m.late_start_ms,
+            shard: m.shard.map(|s| s.to_string()),
         },
         ..Summary::empty(id)
     }

@@ -75,6 +75,8 @@ pub(super) struct Driven {
     pub(super) t0_us: u64,
     pub(super) load_end_us: u64,
     pub(super) target: String,
+    /// A shard's generator that started after the shared start: by how much, ms.
+    pub(super) late_start_ms: f64,
 }
 
 /// Starts the SUT (into `started`, so it is stopped whatever happens next), waits until it is
@@ -86,13 +88,19 @@ pub(super) async fn start_and_drive(
     exclusive: &load::Exclusive,
 ) -> Result<Driven, RunError> {
     let scenario = plan.scenario;
+    let worker = plan.options.worker.as_ref();
+    let shared_mock = worker.and_then(|w| w.mock.as_deref());
+    let upstreams = match shared_mock {
+        Some(first) => {
+            let names: Vec<String> = scenario.upstreams.iter().map(|u| u.name.clone()).collect();
+            super::shared_mock_urls(first, &names).map_err(RunError::Worker)?
+        }
+        None => {
+            scenario.upstreams.iter().zip(started.pool.upstreams()).map(|(u, m)| (u.name.clone(), m.uri())).collect()
+        }
+    };
     let ctx = SutContext {
-        upstreams: scenario
-            .upstreams
-            .iter()
-            .zip(started.pool.upstreams())
-            .map(|(u, m)| (u.name.clone(), m.uri()))
-            .collect(),
+        upstreams,
         run_dir: plan.folder.dir().to_path_buf(),
         allow_remote: plan.allow_remote.to_vec(),
         chaos_bin: plan.options.chaos_bin.clone(),
@@ -118,13 +126,19 @@ pub(super) async fn start_and_drive(
     sut::check_target(&target, plan.allow_remote)?;
     tracing::info!("system under test ready: {} at {target}", running.lock().await.describe());
 
-    let t0_us = plan.clock.now_us() + LEAD.as_micros() as u64;
+    // A shard starts on the shared instant, whenever it got ready; one process a little after
+    // it is ready, so every user is up.
+    let t0_us = if worker.is_some() { super::SHARED_T0_US } else { plan.clock.now_us() + LEAD.as_micros() as u64 };
     let mut faults = scenario.faults.clone();
     for f in &mut faults {
         crate::faults::ttl_expiry::expand_sut_url(&mut f.fault, &target);
     }
-    started.pool.add_faults_at(faults, t0_us).map_err(|e| RunError::Faults(e.to_string()))?;
-    let outputs = live::Outputs::open(plan.folder, plan.options.token_gaps).map_err(io(plan.folder.dir()))?;
+    if shared_mock.is_none() {
+        // The shared mock has the timeline on the same instant (`chaos mock --start-at`).
+        started.pool.add_faults_at(faults, t0_us).map_err(|e| RunError::Faults(e.to_string()))?;
+    }
+    let outputs = live::Outputs::open(plan.folder, plan.options.token_gaps, plan.options.worker.is_some())
+        .map_err(io(plan.folder.dir()))?;
     let mut run = Segments {
         plan,
         pool: started.pool.clone(),
@@ -140,6 +154,7 @@ pub(super) async fn start_and_drive(
         report: LoadReport { stages: Vec::new(), users: 0, lost_samples: 0, issued: 0, hit_request_limit: false },
         faults: Vec::new(),
         probe_knee_rps: None,
+        late_start_ms: 0.0,
     };
     let own = plan.load.stages.clone();
     if !own.is_empty() {
@@ -156,6 +171,7 @@ pub(super) async fn start_and_drive(
         t0_us,
         load_end_us,
         target: run.target,
+        late_start_ms: run.late_start_ms,
     })
 }
 
@@ -180,6 +196,7 @@ pub(super) struct Segments<'a> {
     /// Faults placed so far.
     pub(super) faults: Vec<NamedFault>,
     pub(super) probe_knee_rps: Option<f64>,
+    late_start_ms: f64,
 }
 
 impl Segments<'_> {
@@ -234,6 +251,9 @@ impl Segments<'_> {
                 t0_us: self.t0_us,
                 load_end_us: self.plan.clock.now_us(),
                 reason: None,
+                workers: 1,
+                late_start_ms: self.late_start_ms,
+                shard: self.plan.options.worker.as_ref().map(|w| w.shard),
             },
         )
     }
@@ -264,9 +284,13 @@ impl Segments<'_> {
         let (clock, stopper, t0_us) = (self.plan.clock, self.plan.stopper, self.t0_us);
         let (tx, rx) = mpsc::channel(65_536);
         let outputs = self.outputs.take().expect("the outputs are handed from segment to segment");
+        let worker = self.plan.options.worker.as_ref();
+        let recorder = Recorder::new(&load.stages, t0_us);
+        // A shard keeps its histograms for the merge.
+        let recorder = if worker.is_some() { recorder.keeping_histograms() } else { recorder };
         let consumer = tokio::spawn(live::consume(
             rx,
-            Recorder::new(&load.stages, t0_us),
+            recorder,
             outputs,
             clock,
             scenario.limits.abort_error_rate.map(|(r, w, m)| (r, w.as_std(), m)),
@@ -291,17 +315,28 @@ impl Segments<'_> {
             self.pool.clone(),
             stopper.clone(),
         );
+        let shard = worker.map_or(crate::record::Shard::WHOLE, |w| w.shard);
+        // A shard that got here after the shared start skips what it missed, and says so.
+        let now = clock.now_us();
+        let skip_before_us = if worker.is_some() && now > t0_us { now } else { 0 };
+        if skip_before_us > 0 {
+            self.late_start_ms = (now - t0_us) as f64 / 1000.0;
+            tracing::warn!(
+                "worker {shard} started {:.0} ms after the shared start: the arrivals before now are skipped and counted as missed",
+                self.late_start_ms
+            );
+        }
         let cfg = LoadConfig {
             load: load.clone(),
             seed: scenario.seed,
             target: self.target.clone(),
             clock,
             t0_us,
-            max_requests: scenario.limits.max_requests,
+            max_requests: shard.share(scenario.limits.max_requests),
             first_id: self.report.issued,
             cutoff: Some(cutoff.clone()),
-            shard: crate::record::Shard::WHOLE,
-            skip_before_us: 0,
+            shard,
+            skip_before_us,
         };
         let report = load::run(self.exclusive, cfg, tx, stopper.subscribe()).await;
         if let Some(w) = watcher {

@@ -36,16 +36,28 @@ pub struct Outputs {
     pub samples: NdjsonAppender,
     /// Keep every inter-token gap in the sample lines (they are in the histograms anyway).
     pub token_gaps: bool,
+    /// `histograms.ndjson`, for a shard of a sharded run (its recorder keeps histograms).
+    pub histograms: Option<NdjsonAppender>,
 }
 
 impl Outputs {
     /// Opens the logs of `folder`.
-    pub fn open(folder: &RunFolder, token_gaps: bool) -> std::io::Result<Self> {
+    pub fn open(folder: &RunFolder, token_gaps: bool, histograms: bool) -> std::io::Result<Self> {
         Ok(Self {
             windows: folder.appender(RunFile::Windows)?,
             samples: folder.appender(RunFile::Samples)?,
             token_gaps,
+            histograms: if histograms { Some(folder.appender(RunFile::Histograms)?) } else { None },
         })
+    }
+
+    /// Appends the histograms `recorder` kept since the last call (nothing unless it keeps them).
+    fn histograms(&mut self, lines: Vec<crate::analysis::recorder::HistogramLine>) -> std::io::Result<()> {
+        let Some(h) = &mut self.histograms else { return Ok(()) };
+        for l in &lines {
+            h.append(l)?;
+        }
+        h.flush()
     }
 }
 
@@ -117,6 +129,9 @@ pub async fn consume(
             _ = tick.tick() => {
                 let closed = recorder.close_until(clock.now_us());
                 on_windows(closed, &mut out);
+                if let Err(e) = out.histograms(recorder.take_histograms()) {
+                    write_failed(e);
+                }
                 // Whole lines on disk every tick: an exit that cannot wait loses at most this.
                 if let Err(e) = out.samples.flush() {
                     write_failed(e);
@@ -124,11 +139,17 @@ pub async fn consume(
             }
         }
     }
-    let (stages, windows) = recorder.finish();
-    // The windows not yet written (closed by `finish`): everything after the last written one.
-    let written = live.lock().map(|l| l.last.as_ref().map(|w| w.t_s)).unwrap_or(None);
-    let rest: Vec<WindowSummary> = windows.iter().filter(|w| written.is_none_or(|t| w.t_s > t)).cloned().collect();
+    // The windows still open, closed now, then every stage's histograms.
+    let rest = recorder.close_until(u64::MAX);
     on_windows(rest, &mut out);
+    let mut kept = recorder.take_histograms();
+    let (stages, windows) = recorder.finish();
+    if out.histograms.is_some() {
+        kept.extend(stages.iter().enumerate().map(|(k, r)| r.serialized(k)));
+    }
+    if let Err(e) = out.histograms(kept) {
+        write_failed(e);
+    }
     // The last lines too: a run whose final records could not be written is not complete.
     if let Err(e) = out.samples.flush() {
         write_failed(e);

@@ -19,6 +19,7 @@ mod drive;
 pub mod dry_run;
 pub mod finish;
 mod live;
+pub mod merge;
 mod progress;
 mod variants;
 mod watchdog;
@@ -69,6 +70,9 @@ pub enum RunError {
     /// The run folder could not be created where asked.
     #[error("run folder {0}")]
     Create(#[from] crate::run_folder::CreateError),
+    /// `--worker` asked for something one shard of a run cannot do.
+    #[error("{0}")]
+    Worker(String),
     /// The run folder itself.
     #[error("run folder {}: {source}", path.display())]
     Io {
@@ -86,6 +90,7 @@ impl RunError {
         matches!(
             self,
             Self::NoLoad(_)
+                | Self::Worker(_)
                 | Self::Sut(SutError::Placeholder(_) | SutError::Remote { .. } | SutError::Policy(_))
                 | Self::Load(LoadError::Header { .. })
                 | Self::Create(
@@ -146,6 +151,81 @@ pub struct RunOptions {
     pub chaos_bin: PathBuf,
     /// Run in a non-empty `out` folder, replacing a previous run's files.
     pub force: bool,
+    /// Generate one shard of a run that several processes generate together.
+    pub worker: Option<WorkerOptions>,
+    /// Running inside a Kubernetes cluster: the scenario's in-cluster Services (its SUT's
+    /// host, the shared mock's) are allowed targets besides loopback.
+    pub in_cluster: bool,
+}
+
+/// One shard of a run several processes generate on one clock (`chaos run --worker I/N
+/// --start-at TIME`).
+#[derive(Clone, Debug)]
+pub struct WorkerOptions {
+    /// Which share of the load.
+    pub shard: crate::record::Shard,
+    /// The shared start instant: the load's first stage starts here in every shard.
+    pub start_at: SystemTime,
+    /// The shared mock's first upstream (`http://HOST:PORT`; the scenario's other upstreams
+    /// on the ports after it, as `chaos mock --scenario` serves them). `None`: this worker
+    /// starts its own mocks, with the fault timeline on the shared clock.
+    pub mock: Option<String>,
+}
+
+/// Where the load starts on a sharded run's clock, µs: every shard's clock has its epoch one
+/// second before the shared start instant, so their records share one timeline.
+pub const SHARED_T0_US: u64 = 1_000_000;
+
+/// The run clock of a shard of a run starting at `start_at`.
+pub fn shared_clock(start_at: SystemTime) -> Option<Clock> {
+    Clock::at_wall(start_at.checked_sub(Duration::from_micros(SHARED_T0_US))?)
+}
+
+/// `shard.json` for a process of a sharded run, before it has measured anything.
+pub fn shard_file(
+    scenario: &Scenario,
+    role: crate::record::ShardRole,
+    shard: crate::record::Shard,
+    start_at: SystemTime,
+) -> crate::record::ShardFile {
+    crate::record::ShardFile {
+        role,
+        shard,
+        scenario_hash: scenario.fingerprint(),
+        scenario: scenario.name.clone(),
+        seed: scenario.seed,
+        start_at: humantime::format_rfc3339_millis(start_at).to_string(),
+        t0_us: SHARED_T0_US,
+        late_start_ms: 0.0,
+        finished: false,
+        abort_reason: None,
+        load_end_us: 0,
+        users: 0,
+        issued: 0,
+        lost_samples: 0,
+        hit_request_limit: false,
+        stages: Vec::new(),
+    }
+}
+
+/// The upstream URLs of a shared mock whose first upstream is at `first` (`http://HOST:PORT`):
+/// the others on the following ports, in the scenario's order.
+pub fn shared_mock_urls(first: &str, names: &[String]) -> Result<Vec<(String, String)>, String> {
+    let bad = || format!("--mock {first:?}: expected http://HOST:PORT (the shared mock's first upstream)");
+    let rest = first.strip_prefix("http://").ok_or_else(bad)?.trim_end_matches('/');
+    let (host, port) = rest.rsplit_once(':').ok_or_else(bad)?;
+    let port: u16 = port.parse().map_err(|_| bad())?;
+    if host.is_empty() || host.contains('/') {
+        return Err(bad());
+    }
+    names
+        .iter()
+        .enumerate()
+        .map(|(i, n)| {
+            let p = port.checked_add(i as u16).ok_or_else(bad)?;
+            Ok((n.clone(), format!("http://{host}:{p}")))
+        })
+        .collect()
 }
 
 impl Default for RunOptions {
@@ -158,6 +238,8 @@ impl Default for RunOptions {
             progress: ProgressMode::Off,
             chaos_bin: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("chaos")),
             force: false,
+            worker: None,
+            in_cluster: false,
         }
     }
 }
@@ -184,8 +266,14 @@ const LEAD: Duration = Duration::from_millis(300);
 pub async fn run(scenario: &Scenario, options: &RunOptions, stopper: Stopper) -> Result<RunOutcome, RunError> {
     let load = scenario.load.clone().ok_or_else(|| RunError::NoLoad(scenario.path.display().to_string()))?;
     crate::load::expand_headers(&load)?; // a missing secret is found before anything starts
-    let allow_remote: Vec<String> =
+    let mut allow_remote: Vec<String> =
         scenario.allow_remote.iter().filter(|h| options.allow_remote.contains(h)).cloned().collect();
+    if options.in_cluster {
+        allow_remote.extend(cluster_services(scenario, options));
+    }
+    if let Some(w) = &options.worker {
+        check_worker(scenario, w)?;
+    }
     sut::precheck(scenario.sut.as_ref(), &allow_remote)?;
     let exclusive = crate::load::exclusive().await;
     let started_at = SystemTime::now();
@@ -212,8 +300,18 @@ pub async fn run(scenario: &Scenario, options: &RunOptions, stopper: Stopper) ->
         ),
     );
 
-    let clock = Clock::start();
-    let pool = match MockPool::start(&scenario.upstreams, mock_options(scenario, clock, &folder)).await {
+    let clock = match &options.worker {
+        Some(w) => {
+            let shard = shard_file(scenario, crate::record::ShardRole::Worker, w.shard, w.start_at);
+            folder.write_json(RunFile::Shard, &shard)?;
+            shared_clock(w.start_at).ok_or_else(|| RunError::Worker("--start-at: too far in the past".into()))?
+        }
+        None => Clock::start(),
+    };
+    // A worker of a shared mock starts none of its own.
+    let own_mocks =
+        if options.worker.as_ref().is_some_and(|w| w.mock.is_some()) { &[][..] } else { &scenario.upstreams[..] };
+    let pool = match MockPool::start(own_mocks, mock_options(scenario, clock, &folder)).await {
         Ok(p) => p,
         Err(e) => return Err(aborted(scenario, &folder, &run_id, started_at, e.into())),
     };
@@ -267,8 +365,39 @@ pub async fn run(scenario: &Scenario, options: &RunOptions, stopper: Stopper) ->
         attempts: &attempts,
         t0_us: driven.t0_us,
         load_end_us: driven.load_end_us,
-        reason,
+        reason: reason.clone(),
+        workers: 1,
+        late_start_ms: driven.late_start_ms,
+        shard: options.worker.as_ref().map(|w| w.shard),
     };
+    if let Some(w) = &options.worker {
+        // What this shard's generator counted, for `chaos merge`; written before the report,
+        // so a shard whose report fails still leaves its figures.
+        let mut shard = shard_file(scenario, crate::record::ShardRole::Worker, w.shard, w.start_at);
+        shard.late_start_ms = driven.late_start_ms;
+        shard.finished = true;
+        shard.abort_reason = reason;
+        shard.load_end_us = driven.load_end_us;
+        shard.users = driven.report.users as u64;
+        shard.issued = driven.report.issued;
+        shard.lost_samples = driven.report.lost_samples;
+        shard.hit_request_limit = driven.report.hit_request_limit;
+        shard.stages = driven
+            .report
+            .stages
+            .iter()
+            .map(|s| crate::record::ShardStage {
+                arrivals: s.arrivals,
+                claimed: s.claimed,
+                dropped: s.dropped,
+                missed: s.missed,
+                max_in_flight: s.max_in_flight,
+            })
+            .collect();
+        if let Err(e) = folder.write_json(RunFile::Shard, &shard) {
+            tracing::warn!("{e}");
+        }
+    }
     let base = base::measured(id, &measured);
     let finished = match finish(&folder, base.clone(), &scenario.gate) {
         Ok(f) => f,
@@ -292,6 +421,49 @@ pub async fn run(scenario: &Scenario, options: &RunOptions, stopper: Stopper) ->
         }
     };
     Ok(RunOutcome { dir: folder.dir().to_path_buf(), summary: finished.summary, verdict: finished.verdict })
+}
+
+/// What one shard of a run cannot do: lay out stages from what it measured (the
+/// verification and the probe need the whole run's knee, which no shard sees), or run every
+/// variant (a worker runs one).
+fn check_worker(scenario: &Scenario, w: &WorkerOptions) -> Result<(), RunError> {
+    let load = scenario.load.as_ref();
+    if load.is_some_and(|l| l.verify.is_some() || l.probe.is_some()) {
+        return Err(RunError::Worker(format!(
+            "{}: --worker: [load.verify] and [load.probe] lay out stages from what the run measured, which no single shard sees; run them in one process",
+            scenario.path.display()
+        )));
+    }
+    if !scenario.variants.is_empty() {
+        return Err(RunError::Worker(format!(
+            "{}: --worker runs one variant: add --variant NAME",
+            scenario.path.display()
+        )));
+    }
+    if let Some(m) = &w.mock {
+        let names: Vec<String> = scenario.upstreams.iter().map(|u| u.name.clone()).collect();
+        shared_mock_urls(m, &names).map_err(RunError::Worker)?;
+    }
+    Ok(())
+}
+
+/// The in-cluster Services the scenario names (its SUT's host, the shared mock's): hosts that
+/// are Kubernetes Service names, allowed as targets when the harness runs in the cluster.
+fn cluster_services(scenario: &Scenario, options: &RunOptions) -> Vec<String> {
+    let sut_url = match scenario.sut.as_ref().map(|s| &s.kind) {
+        Some(crate::scenario::SutKind::External { url } | crate::scenario::SutKind::Command { url, .. }) => {
+            Some(url.as_str())
+        }
+        _ => None,
+    };
+    let mock = options.worker.as_ref().and_then(|w| w.mock.as_deref());
+    [sut_url, mock]
+        .into_iter()
+        .flatten()
+        .map(crate::net::url_host)
+        .filter(|h| crate::net::is_cluster_service_host(h))
+        .map(str::to_string)
+        .collect()
 }
 
 /// `scenario` with what the run laid out while it went.

@@ -158,10 +158,25 @@ fn what_ran(d: &mut Doc, s: &Summary) {
             vec![
                 "load".into(),
                 format!(
-                    "{:.1} s, {} goose users, {} requests issued{}",
+                    "{:.1} s, {} goose users{}, {} requests issued{}{}",
                     s.duration_s,
                     s.generator.users,
+                    match (&s.generator.shard, s.generator.workers > 1) {
+                        (Some(shard), _) => format!(
+                            " as worker {shard} of a sharded run (**this share only**; attempts at a shared mock are in its folder; `chaos merge` gives the run)"
+                        ),
+                        (None, true) => format!(" in {} workers (shards merged on one clock)", s.generator.workers),
+                        (None, false) => String::new(),
+                    },
                     s.generator.issued,
+                    if s.generator.missed > 0 {
+                        format!(
+                            ", **{} arrivals missed**: a worker started {:.0} ms after the shared start and skipped them",
+                            s.generator.missed, s.generator.late_start_ms
+                        )
+                    } else {
+                        String::new()
+                    },
                     if s.generator.issued > s.totals.requests {
                         format!(
                             ", {} measured (the rest fell in warm-ups, which every number leaves out)",

@@ -372,6 +372,14 @@ impl Scenario {
         Ok(self)
     }
 
+    /// What identifies this scenario as run, for the shards of one run to recognise each
+    /// other: a hash of its text, time scale, variant and seed (hex). Two files that differ
+    /// by a byte differ here.
+    pub fn fingerprint(&self) -> String {
+        let id = format!("{}\n{}\n{:?}\n{}", self.text, self.time_scale, self.variant, self.seed);
+        format!("{:016x}", xxhash_rust::xxh3::xxh3_64(id.as_bytes()))
+    }
+
     /// The same scenario with every timeline duration multiplied by `factor` (`--time-scale`):
     /// phases, sweep steps and warm-ups, think times, fault start/duration/ramp (so TTL windows
     /// too), and a `limits.max_duration` that is written. Latencies, timeouts and `Retry-After` are properties of
