@@ -69,9 +69,12 @@ fn shared_mock(scenario: &Path, at: &str, out: &Path) -> (Child, String) {
         .stderr(Stdio::inherit())
         .spawn()
         .unwrap();
+    let mut out = std::io::BufReader::new(mock.stdout.take().unwrap());
     let mut line = String::new();
-    std::io::BufReader::new(mock.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    out.read_line(&mut line).unwrap();
     let url = line.trim().strip_prefix("listening on ").expect("the mock announces its address").to_string();
+    // Keep reading: a mock whose stdout is closed ends at its next line.
+    std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
     (mock, url)
 }
 
@@ -104,8 +107,9 @@ fn three_workers_on_one_clock_merge_into_the_single_process_run() {
     let out = chaos().arg("run").arg(&scenario).args(["--progress", "off", "--out"]).arg(&single).output().unwrap();
     assert!(out.status.success(), "{}", text(&out));
 
-    // One mock, three workers, one instant 3 s from now.
-    let at = humantime::format_rfc3339_millis(SystemTime::now() + Duration::from_secs(3)).to_string();
+    // One mock, three workers, one instant 6 s from now: they wait well past their clocks'
+    // epoch (1 s before the instant), as pods started a minute early do.
+    let at = humantime::format_rfc3339_millis(SystemTime::now() + Duration::from_secs(6)).to_string();
     let (mock, url) = shared_mock(&scenario, &at, &dir.path().join("mock"));
     let dirs: Vec<PathBuf> = (0..3).map(|i| dir.path().join(format!("w{i}"))).collect();
     let workers: Vec<Child> = (0..3).map(|i| worker(&scenario, i, &at, &url, &dirs[i as usize])).collect();

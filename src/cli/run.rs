@@ -179,6 +179,9 @@ fn ending(s: &Summary, verdict: Option<&crate::gate::Verdict>) -> String {
     let mut out = findings_text(&s.findings);
     match verdict {
         Some(v) => out.push_str(&super::check::verdict_table(v)),
+        None if s.generator.shard.is_some() => {
+            out.push_str("gate: applied to the merged run by `chaos merge`, not to one worker's share\n");
+        }
         None => out.push_str("gate: none (the scenario has no [[gate]] checks)\n"),
     }
     out

@@ -399,7 +399,10 @@ pub async fn run(scenario: &Scenario, options: &RunOptions, stopper: Stopper) ->
         }
     }
     let base = base::measured(id, &measured);
-    let finished = match finish(&folder, base.clone(), &scenario.gate) {
+    // A worker's numbers are its share: the gate judges the merged run (`chaos merge`), and a
+    // worker whose share "failed" it must not fail its pod (the Job would run it again, late).
+    let checks = if options.worker.is_some() { &[][..] } else { &scenario.gate[..] };
+    let finished = match finish(&folder, base.clone(), checks) {
         Ok(f) => f,
         Err(e) => {
             // The measured numbers still reach the folder; the analysis sections stay empty.
@@ -423,22 +426,26 @@ pub async fn run(scenario: &Scenario, options: &RunOptions, stopper: Stopper) ->
     Ok(RunOutcome { dir: folder.dir().to_path_buf(), summary: finished.summary, verdict: finished.verdict })
 }
 
-/// What one shard of a run cannot do: lay out stages from what it measured (the
-/// verification and the probe need the whole run's knee, which no shard sees), or run every
-/// variant (a worker runs one).
-fn check_worker(scenario: &Scenario, w: &WorkerOptions) -> Result<(), RunError> {
+/// Why `scenario` cannot run in shards, if it cannot: it lays out stages from what it
+/// measured (the verification and the probe need the whole run's knee, which no shard sees),
+/// or it has variants (a worker runs one: `--variant NAME`).
+pub fn shard_problem(scenario: &Scenario) -> Option<String> {
     let load = scenario.load.as_ref();
     if load.is_some_and(|l| l.verify.is_some() || l.probe.is_some()) {
-        return Err(RunError::Worker(format!(
-            "{}: --worker: [load.verify] and [load.probe] lay out stages from what the run measured, which no single shard sees; run them in one process",
+        return Some(format!(
+            "{}: [load.verify] and [load.probe] lay out stages from what the run measured, which no single shard sees; run them in one process",
             scenario.path.display()
-        )));
+        ));
     }
     if !scenario.variants.is_empty() {
-        return Err(RunError::Worker(format!(
-            "{}: --worker runs one variant: add --variant NAME",
-            scenario.path.display()
-        )));
+        return Some(format!("{}: a sharded run runs one variant: add --variant NAME", scenario.path.display()));
+    }
+    None
+}
+
+fn check_worker(scenario: &Scenario, w: &WorkerOptions) -> Result<(), RunError> {
+    if let Some(p) = shard_problem(scenario) {
+        return Err(RunError::Worker(format!("--worker: {p}")));
     }
     if let Some(m) = &w.mock {
         let names: Vec<String> = scenario.upstreams.iter().map(|u| u.name.clone()).collect();

@@ -181,7 +181,9 @@ pub async fn run(
     });
 
     // Hold every user until a little after the plan ends; the schedule ends the attack sooner.
-    let left = Duration::from_micros(schedule.end_us().saturating_sub(cfg.clock.now_us()));
+    // From the real instant, not `now_us()`: that reads 0 before the clock's epoch, and a shard
+    // of a sharded run may wait well past it for the shared start.
+    let left = cfg.clock.instant_at(schedule.end_us()).saturating_duration_since(Instant::now());
     let hold = left.as_secs() + 3;
     let (users_s, hold_s) = (users.to_string(), format!("{hold}s"));
     let timeout_s = format!("{:.3}", timeout.as_secs_f64() + 1.0);

@@ -1,0 +1,177 @@
+//! Block-style YAML from a `serde_json::Value`, for `chaos k8s render`.
+//!
+//! Written by hand: the long-standing YAML serializer (serde_yaml) is archived and its forks
+//! are young; and the output here needs only a small, safe subset. Every scalar string is a
+//! double-quoted scalar with JSON escapes (which YAML 1.2 reads as the same string), except
+//! multi-line text that can be a literal block (`|`) without loss; numbers, booleans and null
+//! are written as JSON writes them; keys are emitted as they are only when plainly safe.
+//! Keys come in the order people read manifests in: `apiVersion`, `kind`, `metadata`, `name`,
+//! then the rest alphabetically.
+
+use serde_json::Value;
+
+/// The documents as one YAML stream (`---` between them).
+pub fn stream(docs: &[Value]) -> String {
+    let mut out = String::new();
+    for d in docs {
+        out.push_str("---\n");
+        node(&mut out, d, 0, false);
+    }
+    out
+}
+
+fn pad(out: &mut String, indent: usize) {
+    out.extend(std::iter::repeat_n(' ', indent));
+}
+
+/// A key that needs no quotes: letters, digits and `-_./` (Kubernetes names, annotation keys).
+fn key(k: &str) -> String {
+    let plain = !k.is_empty()
+        && k.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'/'))
+        && k.as_bytes()[0].is_ascii_alphabetic();
+    if plain { k.to_string() } else { Value::String(k.to_string()).to_string() }
+}
+
+/// Text that a literal block keeps exactly: several lines, no tabs or carriage returns, no
+/// trailing blanks, not starting with a blank, ending in exactly one newline.
+fn literal(s: &str) -> bool {
+    s.contains('\n')
+        && s.ends_with('\n')
+        && !s.ends_with("\n\n")
+        && !s.starts_with([' ', '\n'])
+        && !s.contains(['\t', '\r'])
+        && s.lines().all(|l| !l.ends_with(' '))
+        && s.chars().all(|c| !c.is_control() || c == '\n')
+}
+
+/// Where a key goes among its siblings (then alphabetically).
+fn rank(k: &str) -> usize {
+    ["apiVersion", "kind", "metadata", "name"].iter().position(|f| *f == k).unwrap_or(4)
+}
+
+/// Writes `v` at `indent`. `inline`: the caller already wrote `key:` or `- ` on this line.
+fn node(out: &mut String, v: &Value, indent: usize, inline: bool) {
+    match v {
+        Value::Object(map) if !map.is_empty() => {
+            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+            entries.sort_by_key(|(k, _)| (rank(k), k.as_str()));
+            let mut first = true;
+            for (k, x) in entries {
+                if !(inline && first) {
+                    pad(out, indent);
+                }
+                first = false;
+                out.push_str(&key(k));
+                out.push(':');
+                value_after_key(out, x, indent);
+            }
+        }
+        Value::Array(items) if !items.is_empty() => {
+            let mut first = true;
+            for x in items {
+                if !(inline && first) {
+                    pad(out, indent);
+                }
+                first = false;
+                out.push_str("- ");
+                match x {
+                    Value::Object(m) if !m.is_empty() => node(out, x, indent + 2, true),
+                    Value::Array(a) if !a.is_empty() => node(out, x, indent + 2, true),
+                    _ => {
+                        scalar(out, x, indent + 2);
+                        out.push('\n');
+                    }
+                }
+            }
+        }
+        other => {
+            scalar(out, other, indent);
+            out.push('\n');
+        }
+    }
+}
+
+fn value_after_key(out: &mut String, x: &Value, indent: usize) {
+    match x {
+        Value::Object(m) if !m.is_empty() => {
+            out.push('\n');
+            node(out, x, indent + 2, false);
+        }
+        Value::Array(a) if !a.is_empty() => {
+            out.push('\n');
+            node(out, x, indent + 2, false);
+        }
+        _ => {
+            out.push(' ');
+            scalar(out, x, indent + 2);
+            out.push('\n');
+        }
+    }
+}
+
+fn scalar(out: &mut String, v: &Value, indent: usize) {
+    match v {
+        Value::String(s) if literal(s) => {
+            out.push('|');
+            for line in s.lines() {
+                out.push('\n');
+                if !line.is_empty() {
+                    pad(out, indent);
+                    out.push_str(line);
+                }
+            }
+        }
+        Value::Object(_) => out.push_str("{}"),
+        Value::Array(_) => out.push_str("[]"),
+        other => out.push_str(&other.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nested_maps_lists_and_scalars() {
+        let v = serde_json::json!({
+            "kind": "Job",
+            "spec": {"completions": 3, "args": ["run", "--worker", "$(JOB_COMPLETION_INDEX)/3"], "empty": {}},
+            "containers": [{"name": "w", "ports": [{"containerPort": 9000}]}, {"name": "x"}],
+            "data": {"scenario.toml": "name = \"x\"\n\n[load]\n", "odd key": "tab\there"},
+            "flag": true, "none": null
+        });
+        let text = stream(&[v]);
+        let want = r#"---
+kind: "Job"
+containers:
+  - name: "w"
+    ports:
+      - containerPort: 9000
+  - name: "x"
+data:
+  "odd key": "tab\there"
+  scenario.toml: |
+    name = "x"
+
+    [load]
+flag: true
+none: null
+spec:
+  args:
+    - "run"
+    - "--worker"
+    - "$(JOB_COMPLETION_INDEX)/3"
+  completions: 3
+  empty: {}
+"#;
+        assert_eq!(text, want);
+    }
+
+    #[test]
+    fn text_a_literal_block_would_change_is_quoted() {
+        for s in ["no newline", "trailing \nspace\n", " leading\n", "two\n\n", "a\r\nb\n", "tab\there\n"] {
+            assert!(!literal(s), "{s:?}");
+        }
+        assert!(literal("a\nb\n"));
+    }
+}
