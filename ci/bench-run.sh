@@ -93,7 +93,7 @@ for r in $(seq "$ROUNDS"); do
   echo "   round $r wrk:   $w_rps req/s"
   echo "$w_rps" >> "$WORK/tp.wrk"
   dir=$(chaos_run "$WORK/tp.toml")
-  c_rps=$(field "$dir" "round(s['stages'][0]['achieved_rps'])")
+  c_rps=$(field "$dir" "round(s['stages'][0]['offered_rps'])")
   c_us=$(awk -v c="$(cat "$WORK/cpu")" -v n="$(field "$dir" "s['totals']['requests']")" 'BEGIN{printf "%.1f", c*1e6/n}')
   echo "   round $r chaos: $c_rps req/s, generator $c_us µs CPU/request"
   echo "$c_rps $c_us" >> "$WORK/tp.chaos"
@@ -122,7 +122,7 @@ for r in $(seq "$ROUNDS"); do
   read -r w_rps w50 w99 _ _ _ < <(run_wrk "$MOCK_URL" 256)
   dir=$(chaos_run "$WORK/d.toml")
   c50=$(field "$dir" "s['stages'][0]['latency_ms']['p50']"); c99=$(field "$dir" "s['stages'][0]['latency_ms']['p99']")
-  c_rps=$(field "$dir" "round(s['stages'][0]['achieved_rps'])")
+  c_rps=$(field "$dir" "round(s['stages'][0]['offered_rps'])")
   echo "   round $r: wrk p50 $(ms "$w50") / p99 $(ms "$w99") ms ($w_rps req/s); chaos p50 $c50 / p99 $c99 ms ($c_rps req/s)"
   echo "$(ms "$w50") $(ms "$w99")" >> "$WORK/d.wrk"; echo "$c50 $c99" >> "$WORK/d.chaos"
 done

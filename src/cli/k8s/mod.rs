@@ -394,7 +394,7 @@ pub fn render(args: &RenderArgs, now: SystemTime) -> Result<String, CliError> {
                 "name": "results",
                 "image": args.image,
                 "command": ["sleep", (86_400 + deadline).to_string()],
-                "volumeMounts": mounts,
+                "volumeMounts": [{"name": "results", "mountPath": RESULTS, "readOnly": true}],
                 "resources": small,
                 "securityContext": {
                     "allowPrivilegeEscalation": false,
