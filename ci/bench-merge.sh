@@ -9,6 +9,7 @@ SECONDS_RUN=${SECONDS_RUN:-600}
 RATE=${RATE:-300}
 WORKERS=${WORKERS:-3}
 WORK=${WORK:-$(mktemp -d)}
+mkdir -p "$WORK"
 PIDS=()
 cleanup() { for p in "${PIDS[@]:-}"; do [ -n "$p" ] && kill "$p" 2>/dev/null || true; done; }
 trap cleanup EXIT

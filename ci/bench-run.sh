@@ -15,9 +15,15 @@
 #      load) — it must level off, not grow with the run's length.
 #   5. analysis: `chaos report` on that run's folder (MEM_SECONDS × MEM_RATE requests and
 #      attempts): wall time and peak RSS of reading, analysing and charting it.
+#   6. open streams per worker: STREAMS (space-separated, default "1000 2000 4000") closed
+#      users each holding a ~7.5 s stream (100 ms to the first token, then a token every 50 ms,
+#      150 tokens) from the mock: the inter-token gaps as `chaos run` measures them (p50, p99
+#      against the mock's 50 ms), the streams completed, and the generator's CPU share while
+#      they stream — how many concurrent streams one worker times accurately.
 #
 # Prints the median of ROUNDS rounds for 1 and 2. Knobs: ROUNDS (3), SECONDS_PER_RUN (10),
-# OPEN_RATE (2000), MEM_RATE (500), MEM_SECONDS (120), SECTIONS (default "1 2 3 4 5"; 5 needs 4).
+# OPEN_RATE (2000), MEM_RATE (500), MEM_SECONDS (120), STREAMS, SECTIONS (default "1 2 3 4 5";
+# 5 needs 4; 6 runs when asked).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -170,4 +176,28 @@ rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
 lines = sum(1 for _ in open(sys.argv[2] + "/attempts.ndjson"))
 print(f"   {lines} attempts, {sum(1 for _ in open(sys.argv[2] + '/samples.ndjson'))} samples: {took:.2f} s, peak RSS {rss:.0f} MiB")
 PY
+fi
+
+if section 6; then
+echo "== 6. concurrent open streams per worker (7.5 s streams, a token every 50 ms)"
+cat > "$WORK/streams.toml" <<'TOML'
+name = "streams"
+[latency]
+ttft = { dist = "fixed", value = "100ms" }
+inter_token = { dist = "fixed", value = "50ms" }
+output_tokens = { dist = "fixed", value = 150 }
+[capacity]
+slots = 100000
+queue = 100000
+TOML
+start_mock "$WORK/streams.toml"
+for n in ${STREAMS:-1000 2000 4000}; do
+  MAX_USERS=$n write_scenario "$WORK/st.toml" "users = $n
+warmup = \"8s\"" "30s"
+  sed -i 's/^\[load\]$/[load]\nstream = true/; s/^timeout = .*/timeout = "30s"/' "$WORK/st.toml"
+  dir=$(chaos_run "$WORK/st.toml")
+  field "$dir" "'   %d streams: %d requests after warm-up, ITL p50 %.1f / p99 %.1f / max %.1f ms (mock: 50.0), TTFT p99 %.1f ms, errors %.1f %%' % ($n, s['stages'][0]['requests'], s['stages'][0]['itl_ms']['p50'], s['stages'][0]['itl_ms']['p99'], s['stages'][0]['itl_ms']['max'], s['stages'][0]['ttft_ms']['p99'], 100*s['stages'][0]['error_rate'])"
+  echo "   generator CPU $(cat "$WORK/cpu") s over the whole process (30 s of load, then the analysis)"
+done
+stop_pid "$MOCK_PID"
 fi

@@ -175,6 +175,13 @@ fn three_workers_on_one_clock_merge_into_the_single_process_run() {
     let out =
         chaos().arg("compare").arg(&single).arg(&merged).arg("--out").arg(dir.path().join("cmp")).output().unwrap();
     assert!(out.status.success(), "{}", text(&out));
+    // The what-if replays the merged run like any other, and reproduces it (the client's own
+    // immediate retries on one seeded provider).
+    let out = chaos().arg("whatif").arg(&merged).args(["--policy", "naive"]).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let whatif: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(merged.join("whatif.json")).unwrap()).unwrap();
+    assert_eq!(whatif["calibration"]["calibrated"], true, "{}", whatif["calibration"]);
 
     // A missing shard is named; so is a foreign one; a folder that is no shard too.
     let out = chaos().arg("merge").args(&dirs[..2]).arg("--out").arg(dir.path().join("m2")).output().unwrap();

@@ -64,7 +64,7 @@ impl Shared {
                 let mut stop = self.stop.clone();
                 self.schedule.begin(stage);
                 let sample = tokio::select! {
-                    s = self.request(user, id, stage, intended_us) => Some(s),
+                    s = self.request(id, stage, intended_us) => Some(s),
                     _ = stop.wait_for(|s| *s) => None,
                 };
                 self.schedule.end();
@@ -82,8 +82,8 @@ impl Shared {
     }
 
     /// One logical request, with the client's own retries.
-    async fn request(&self, user: &mut GooseUser, id: u64, stage: u16, intended_us: u64) -> Sample {
-        let body = bytes::Bytes::from(self.prompts.body(id));
+    async fn request(&self, id: u64, stage: u16, intended_us: u64) -> Sample {
+        let body = self.prompts.body(id);
         let rid = HeaderValue::from_str(&format!("r{id}")).unwrap_or(HeaderValue::from_static("r"));
         let id_header = matches!(
             self.load.request_id,
@@ -93,7 +93,7 @@ impl Shared {
         let mut attempt = 0u8;
         loop {
             attempt = attempt.saturating_add(1);
-            let answer = self.attempt(user, &body, id_header.then(|| rid.clone())).await;
+            let answer = self.attempt(&body, id_header.then(|| rid.clone())).await;
             let retry = &self.load.retry;
             let retryable = match answer.outcome {
                 Outcome::Timeout => retry.on_timeout,
@@ -143,29 +143,29 @@ impl Shared {
         }
     }
 
-    /// One HTTP attempt through goose's client.
-    async fn attempt(&self, user: &mut GooseUser, body: &bytes::Bytes, rid: Option<HeaderValue>) -> Attempted {
+    /// One HTTP attempt, on the generator's own pooled HTTP/1.1 client (see [`Client`]).
+    async fn attempt(&self, body: &bytes::Bytes, rid: Option<HeaderValue>) -> Attempted {
         let fail = |outcome| Attempted { outcome, done: Instant::now(), ..Attempted::default() };
-        let Ok(mut rb) = user.get_request_builder(&GooseMethod::Post, &self.load.endpoint) else {
-            return fail(Outcome::ConnectError);
-        };
-        rb = rb.header(CONTENT_TYPE, "application/json").body(body.clone()).timeout(self.load.timeout.as_std());
+        let deadline = tokio::time::Instant::now() + self.load.timeout.as_std();
+        let mut req = hyper::Request::new(http_body_util::Full::new(body.clone()));
+        *req.method_mut() = hyper::Method::POST;
+        *req.uri_mut() = self.client.uri.clone();
+        let h = req.headers_mut();
+        h.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        h.insert(hyper::header::USER_AGENT, HeaderValue::from_static(concat!("chaos/", env!("CARGO_PKG_VERSION"))));
         if let Some(rid) = rid {
-            rb = rb.header("x-chaos-request-id", rid);
+            h.insert("x-chaos-request-id", rid);
         }
         if self.load.api == Api::Anthropic {
-            rb = rb.header("anthropic-version", "2023-06-01");
+            h.insert("anthropic-version", HeaderValue::from_static("2023-06-01"));
         }
         for (name, value) in &self.headers {
-            rb = rb.header(name, value);
+            h.insert(name, value.clone());
         }
-        let resp = match user.request(GooseRequest::builder().set_request_builder(rb).build()).await {
-            Ok(g) => g.response,
-            Err(_) => return fail(Outcome::ConnectError),
-        };
-        let resp = match resp {
-            Ok(r) => r,
-            Err(e) => return fail(if e.is_timeout() { Outcome::Timeout } else { Outcome::ConnectError }),
+        let resp = match tokio::time::timeout_at(deadline, self.client.http.request(req)).await {
+            Err(_) => return fail(Outcome::Timeout),
+            Ok(Err(_)) => return fail(Outcome::ConnectError),
+            Ok(Ok(r)) => r,
         };
         let status = resp.status().as_u16();
         let header_u32 =
@@ -177,7 +177,7 @@ impl Shared {
             .and_then(|v| v.to_str().ok()?.parse::<u64>().ok())
             .map(Duration::from_millis)
             .or_else(|| header_u32(RETRY_AFTER.as_str()).map(|s| Duration::from_secs(u64::from(s))));
-        let reading = answer::read(resp, self.load.api, self.load.stream, &self.load.fallback).await;
+        let reading = answer::read(resp, deadline, self.load.api, self.load.stream, &self.load.fallback).await;
         Attempted {
             status,
             outcome: reading.outcome.unwrap_or_else(|| Outcome::of_status(status)),

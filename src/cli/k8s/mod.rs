@@ -313,7 +313,9 @@ pub fn render(args: &RenderArgs, now: SystemTime) -> Result<String, CliError> {
             "valueFrom": {"fieldRef": {"fieldPath": "metadata.annotations['batch.kubernetes.io/job-completion-index']"}},
         }));
     }
-    let deadline = (args.start_in.as_std() + scenario.max_duration().as_std()).as_secs() + 600;
+    // How long the Jobs may take: until the start, the whole plan, and ten minutes to spare.
+    let lead = start_at.duration_since(now).unwrap_or_default();
+    let deadline = (lead + scenario.max_duration().as_std()).as_secs() + 600;
     let worker_pod_meta = pod_meta(meta("-workers", "worker"));
     docs.push(json!({
         "apiVersion": "batch/v1",
