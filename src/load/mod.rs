@@ -6,7 +6,7 @@
 //! from the [`Schedule`] (closed users, or open-load arrivals with intended send times).
 //! Goose's telnet and web UIs, its metrics and its report are off, and so is its HTTP client:
 //! goose schedules the users, and each request goes through the generator's own pooled hyper
-//! client ([`Client`]); the clock that matters is ours (µs on the run clock, from the intended
+//! client (`Client`); the clock that matters is ours (µs on the run clock, from the intended
 //! send time to the last byte). Goose's killswitch is global, so one attack runs per process
 //! at a time (later calls wait).
 //!

@@ -59,7 +59,7 @@ pub struct RenderArgs {
     /// The shared start instant instead (RFC 3339).
     #[arg(long, value_name = "TIME", value_parser = super::run::parse_instant, conflicts_with = "start_in")]
     pub start_at: Option<SystemTime>,
-    /// Prefix of every object's name (default: chaos-<scenario>).
+    /// Prefix of every object's name (default: `chaos-<scenario>`).
     #[arg(long)]
     pub name: Option<String>,
     /// Namespace of every object (default: kubectl's current one).
