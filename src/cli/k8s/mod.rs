@@ -143,7 +143,7 @@ pub fn render(args: &RenderArgs, now: SystemTime) -> Result<String, CliError> {
                 "app.kubernetes.io/name": "chaos",
                 "app.kubernetes.io/instance": name,
                 "app.kubernetes.io/component": component,
-                "chaos/run": run_id,
+                "chaos/run": label_value(&run_id),
             },
         });
         if let Some(ns) = &args.namespace {
@@ -486,6 +486,12 @@ fn dns_name(s: &str) -> String {
     }
     out.truncate(40);
     out.trim_end_matches('-').to_string()
+}
+
+/// A label value: at most 63 characters, beginning and ending with a letter or digit.
+fn label_value(s: &str) -> String {
+    let cut: String = s.chars().take(63).collect();
+    cut.trim_matches(|c: char| !c.is_ascii_alphanumeric()).to_string()
 }
 
 /// A pod template's metadata: the object's labels, without its name and namespace.

@@ -78,4 +78,7 @@ fn names_are_dns_labels() {
     assert_eq!(dns_name("9lives"), "chaos-9lives");
     assert!(dns_name(&"x".repeat(80)).len() <= 40);
     assert_eq!(config_key("scenarios/a b.toml"), "scenarios_a_b.toml");
+    let long = format!("{}-20261201T150000Z", "x".repeat(70));
+    assert_eq!(label_value(&long).len(), 63);
+    assert_eq!(label_value("-run-"), "run");
 }
