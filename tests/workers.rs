@@ -136,6 +136,16 @@ fn three_workers_on_one_clock_merge_into_the_single_process_run() {
     assert_eq!(merged_times, single_times, "the merged intended send times are the single run's");
     assert_eq!(sm["totals"]["requests"], s1["totals"]["requests"]);
     assert_eq!(sm["generator"]["workers"], 3);
+    // A worker's own folder has none of the shared mock's attempts, so no amplification (an
+    // A of 0 would be a verdict on records that are elsewhere); the merged run has it.
+    let w0 = summary(&dirs[0]);
+    assert_eq!(
+        (w0["generator"]["shared_mock"].as_bool(), w0["retry"].is_null()),
+        (Some(true), true),
+        "{}",
+        w0["generator"]
+    );
+    assert!(w0["totals"]["attempts_per_request"].is_null());
     assert_eq!(sm["generator"]["missed"], 0);
 
     // Percentiles: those of every sample together, within the histogram's precision.

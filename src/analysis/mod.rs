@@ -55,12 +55,18 @@ fn summarise(data: &RunData) -> Summary {
     let t0 = s.load_start_us;
     let (sweep, conditions, recommended) = capacity::sweeps(&s);
     (s.sweep, s.conditions, s.recommended) = (sweep, conditions, recommended);
-    s.retry = retry::analyse(&data.samples, &data.attempts, &spans(&s), t0, s.declared_max_retries);
-    s.stampede = stampede::analyse(&data.expiries(), &data.samples, &data.attempts, t0);
+    // A worker whose upstreams were a shared mock saw none of their attempts: an
+    // amplification of 0 would be a verdict on records that are elsewhere.
+    let own_attempts = !s.generator.shared_mock;
+    s.retry = own_attempts
+        .then(|| retry::analyse(&data.samples, &data.attempts, &spans(&s), t0, s.declared_max_retries))
+        .flatten();
+    s.stampede = own_attempts.then(|| stampede::analyse(&data.expiries(), &data.samples, &data.attempts, t0)).flatten();
     s.recovery = run_recovery(&s, &data.samples);
     s.verify = capacity::verification(&s, &data.samples);
     s.probe = capacity::probe(&s, &data.samples);
-    s.failover = recovery::failover(&s.faults, &data.attempts, t0, s.upstreams.len());
+    s.failover =
+        if own_attempts { recovery::failover(&s.faults, &data.attempts, t0, s.upstreams.len()) } else { Vec::new() };
     s.whatif.clone_from(&data.whatif);
     s
 }

@@ -230,6 +230,11 @@ pub struct GeneratorSummary {
     /// share only; `chaos merge` gives the run's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<String>,
+    /// A worker whose upstreams were a shared mock: its upstream attempts are in the mock's
+    /// folder, not this one, so this folder has no attempt-based verdicts (amplification,
+    /// stampede, failover); the merged run has them.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub shared_mock: bool,
 }
 
 fn one() -> u32 {
@@ -425,6 +430,7 @@ impl Summary {
                 missed: 0,
                 late_start_ms: 0.0,
                 shard: None,
+                shared_mock: false,
             },
             upstreams: id.upstreams,
             faults: id.faults,

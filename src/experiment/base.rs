@@ -88,6 +88,8 @@ pub struct Measured<'a> {
     pub late_start_ms: f64,
     /// This process's share, when it is one worker of several.
     pub shard: Option<crate::record::Shard>,
+    /// Its upstreams were a shared mock (whose attempts are not in this folder).
+    pub shared_mock: bool,
 }
 
 /// The measured summary: stages, totals, generator; the analysis sections stay empty.
@@ -130,6 +132,11 @@ pub fn measured(id: RunIdentity, m: &Measured<'_>) -> Summary {
         })
         .collect();
     let requests = total.total();
+    // A worker of a shared mock has no attempts here: no attempts-per-request either.
+    let mut stages: Vec<crate::analysis::StageSummary> = stages;
+    if m.shared_mock {
+        stages.iter_mut().for_each(|s| s.attempts_per_request = None);
+    }
     Summary {
         status: if m.reason.is_some() { RunStatus::Aborted } else { RunStatus::Completed },
         abort_reason: m.reason.clone(),
@@ -140,7 +147,8 @@ pub fn measured(id: RunIdentity, m: &Measured<'_>) -> Summary {
             requests,
             outcomes: outcome_map(&total),
             upstream_attempts: whole,
-            attempts_per_request: (requests > 0).then(|| (whole as f64 / requests as f64 * 1000.0).round() / 1000.0),
+            attempts_per_request: (requests > 0 && !m.shared_mock)
+                .then(|| (whole as f64 / requests as f64 * 1000.0).round() / 1000.0),
         },
         generator: GeneratorSummary {
             users: m.report.users as u64,
@@ -150,6 +158,7 @@ pub fn measured(id: RunIdentity, m: &Measured<'_>) -> Summary {
             missed: m.report.stages.iter().map(|s| s.missed).sum(),
             late_start_ms: m.late_start_ms,
             shard: m.shard.map(|s| s.to_string()),
+            shared_mock: m.shared_mock,
         },
         ..Summary::empty(id)
     }

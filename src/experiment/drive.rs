@@ -254,6 +254,7 @@ impl Segments<'_> {
                 workers: 1,
                 late_start_ms: self.late_start_ms,
                 shard: self.plan.options.worker.as_ref().map(|w| w.shard),
+                shared_mock: self.plan.options.worker.as_ref().is_some_and(|w| w.mock.is_some()),
             },
         )
     }

@@ -292,6 +292,7 @@ pub fn merge(dirs: &[PathBuf], out: &Path, force: bool) -> Result<Merged, MergeE
         workers: workers.len() as u32,
         late_start_ms: workers.iter().map(|w| w.file.late_start_ms).fold(0.0, f64::max),
         shard: None,
+        shared_mock: false,
     };
     let summary = base::measured(id, &measured);
     let finished = finish::finish(&folder, summary, &scenario.gate)?;

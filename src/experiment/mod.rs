@@ -369,6 +369,7 @@ pub async fn run(scenario: &Scenario, options: &RunOptions, stopper: Stopper) ->
         workers: 1,
         late_start_ms: driven.late_start_ms,
         shard: options.worker.as_ref().map(|w| w.shard),
+        shared_mock: options.worker.as_ref().is_some_and(|w| w.mock.is_some()),
     };
     if let Some(w) = &options.worker {
         // What this shard's generator counted, for `chaos merge`; written before the report,

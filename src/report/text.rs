@@ -204,13 +204,17 @@ pub fn headlines(s: &Summary) -> Vec<String> {
         }
     }
     let t = &s.totals;
-    out.push(format!(
-        "{} requests, {} failed ({}), {} upstream attempts (warm-ups excluded)",
+    let failed = format!(
+        "{} requests, {} failed ({})",
         t.requests,
         t.requests - count_served(&t.outcomes),
         pct(if t.requests > 0 { 1.0 - count_served(&t.outcomes) as f64 / t.requests as f64 } else { 0.0 }),
-        t.upstream_attempts
-    ));
+    );
+    out.push(if s.generator.shared_mock {
+        format!("{failed}; upstream attempts: at the shared mock, counted in the merged run (warm-ups excluded)")
+    } else {
+        format!("{failed}, {} upstream attempts (warm-ups excluded)", t.upstream_attempts)
+    });
     out
 }
 
