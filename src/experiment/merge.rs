@@ -204,7 +204,10 @@ pub fn merge(dirs: &[PathBuf], out: &Path, force: bool) -> Result<Merged, MergeE
     let mut samples: Vec<Sample> = Vec::new();
     let mut stage_lines: Vec<StageHistograms> = Vec::new();
     let mut window_lines: Vec<WindowHistograms> = Vec::new();
+    // Where each worker's lines begin, to name the folder of an unreadable histogram.
+    let mut firsts: Vec<(usize, usize)> = Vec::new();
     for w in &workers {
+        firsts.push((stage_lines.len(), window_lines.len()));
         let f = RunFolder::open(&w.dir);
         samples.extend(f.samples()?);
         let lines: Vec<HistogramLine> = f.lines(RunFile::Histograms)?;
@@ -241,15 +244,22 @@ pub fn merge(dirs: &[PathBuf], out: &Path, force: bool) -> Result<Merged, MergeE
         dir: workers[0].dir.clone(),
         what: "resolved.json has no [load]".into(),
     })?;
-    let bad = |dir: &Path| {
-        let dir = dir.to_path_buf();
-        move |e: crate::analysis::recorder::UnpackError| MergeError::Histograms {
-            dir: dir.clone(),
-            what: e.to_string(),
-        }
+    // An unreadable histogram is named by its worker's folder (found again, on this path only).
+    let whose = |e: crate::analysis::recorder::UnpackError| {
+        let mut ends = firsts.iter().skip(1).copied().chain([(stage_lines.len(), window_lines.len())]);
+        let dir = firsts
+            .iter()
+            .zip(&workers)
+            .find(|((s0, w0), _)| {
+                let (s1, w1) = ends.next().unwrap_or_default();
+                crate::analysis::recorder::merge_stages(load.stages.len(), &stage_lines[*s0..s1]).is_err()
+                    || crate::analysis::recorder::merge_windows(&window_lines[*w0..w1]).is_err()
+            })
+            .map_or_else(|| out.to_path_buf(), |(_, w)| w.dir.clone());
+        MergeError::Histograms { dir, what: format!("histograms.ndjson: {e}") }
     };
-    let records = crate::analysis::recorder::merge_stages(load.stages.len(), &stage_lines).map_err(bad(out))?;
-    let windows = crate::analysis::recorder::merge_windows(&window_lines).map_err(bad(out))?;
+    let records = crate::analysis::recorder::merge_stages(load.stages.len(), &stage_lines).map_err(whose)?;
+    let windows = crate::analysis::recorder::merge_windows(&window_lines).map_err(whose)?;
     append_all(&folder, RunFile::Windows, &windows)?;
 
     let report = LoadReport {
