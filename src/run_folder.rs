@@ -51,11 +51,14 @@ pub enum RunFile {
     /// `histograms.ndjson`: a worker's HDR histograms (V2 + DEFLATE), per window as it closes
     /// and per stage at the end, for a lossless `chaos merge`.
     Histograms,
+    /// `observations.ndjson`: notes the room wrote on the live page (or with `chaos note`)
+    /// and the facilitator's actions there, stamped on the run clock.
+    Observations,
 }
 
 impl RunFile {
     /// Every file of a run folder.
-    pub const ALL: [RunFile; 15] = [
+    pub const ALL: [RunFile; 16] = [
         Self::Summary,
         Self::Samples,
         Self::Attempts,
@@ -71,6 +74,7 @@ impl RunFile {
         Self::WhatIf,
         Self::Shard,
         Self::Histograms,
+        Self::Observations,
     ];
 
     /// The file's name in the folder.
@@ -91,6 +95,7 @@ impl RunFile {
             Self::WhatIf => "whatif.json",
             Self::Shard => "shard.json",
             Self::Histograms => "histograms.ndjson",
+            Self::Observations => "observations.ndjson",
         }
     }
 }
@@ -246,6 +251,11 @@ impl RunFolder {
         read_ndjson(&self.path(RunFile::Events))
     }
 
+    /// The room's observations and the facilitator's actions (empty when none were made).
+    pub fn observations(&self) -> Result<Vec<crate::record::Observation>, FolderError> {
+        read_ndjson(&self.path(RunFile::Observations))
+    }
+
     /// The 1 s windows.
     pub fn windows(&self) -> Result<Vec<WindowSummary>, FolderError> {
         read_ndjson(&self.path(RunFile::Windows))
@@ -266,7 +276,7 @@ impl RunFolder {
     /// appenders only ever write whole lines, so this is damage done after the run). Empty
     /// when nothing is.
     pub fn damage(&self) -> Vec<String> {
-        [RunFile::Samples, RunFile::Attempts, RunFile::Events, RunFile::Windows, RunFile::Histograms]
+        [RunFile::Samples, RunFile::Attempts, RunFile::Events, RunFile::Windows, RunFile::Histograms, RunFile::Observations]
             .into_iter()
             .filter(|f| std::fs::read(self.path(*f)).is_ok_and(|b| b.last().is_some_and(|c| *c != b'\n')))
             .map(|f| format!("{}: its last line is cut short", f.name()))

@@ -24,6 +24,8 @@ pub struct RunData {
     pub windows: Vec<WindowSummary>,
     /// `whatif.json`, when `chaos whatif` has been run on the folder.
     pub whatif: Option<super::whatif::WhatIf>,
+    /// `observations.ndjson`: the room's notes and the facilitator's actions.
+    pub observations: Vec<crate::record::Observation>,
 }
 
 impl RunData {
@@ -37,6 +39,7 @@ impl RunData {
             events: folder.events()?,
             windows: folder.windows()?,
             whatif: folder.read_json(RunFile::WhatIf)?,
+            observations: folder.observations()?,
         })
     }
 

@@ -68,7 +68,27 @@ fn summarise(data: &RunData) -> Summary {
     s.failover =
         if own_attempts { recovery::failover(&s.faults, &data.attempts, t0, s.upstreams.len()) } else { Vec::new() };
     s.whatif.clone_from(&data.whatif);
+    s.observations = observations(&data.observations, t0);
     s
+}
+
+/// The room's observations on the run's time axis, in time order.
+pub fn observations(lines: &[crate::record::Observation], t0_us: u64) -> Vec<summary::ObservationNote> {
+    let mut out: Vec<summary::ObservationNote> = lines
+        .iter()
+        .map(|o| summary::ObservationNote {
+            t_s: ((o.t_us as f64 - t0_us as f64) / 1e6 * 1000.0).round() / 1000.0,
+            at: o.at.clone(),
+            kind: match o.kind {
+                crate::record::ObservationKind::Note => "note".into(),
+                crate::record::ObservationKind::Action => "action".into(),
+            },
+            text: o.text.clone(),
+            author: o.author.clone(),
+        })
+        .collect();
+    out.sort_by(|a, b| a.t_s.total_cmp(&b.t_s));
+    out
 }
 
 /// Recovery after each fault window of the scenario's own timeline, judged against the

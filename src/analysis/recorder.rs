@@ -128,17 +128,25 @@ pub use crate::record::{WindowLatency, WindowSummary};
 #[derive(Clone, Debug)]
 struct Window {
     latency: Histogram<u64>,
+    /// Valid answers from an upstream only ([`Sample::is_valid_upstream_answer`]).
+    valid: Histogram<u64>,
     ttft: Histogram<u64>,
     outcomes: OutcomeCounts,
 }
 
 impl Window {
     fn new() -> Self {
-        Self { latency: histogram(2), ttft: histogram(2), outcomes: OutcomeCounts::default() }
+        Self { latency: histogram(2), valid: histogram(2), ttft: histogram(2), outcomes: OutcomeCounts::default() }
     }
 
     fn summary(&self, t_s: u64) -> WindowSummary {
         let ms = |h: &Histogram<u64>, q: f64| h.value_at_quantile(q) as f64 / 1000.0;
+        let percentiles = |h: &Histogram<u64>| WindowLatency {
+            p50: ms(h, 0.5),
+            p95: ms(h, 0.95),
+            p99: ms(h, 0.99),
+            max: h.max() as f64 / 1000.0,
+        };
         let requests = self.outcomes.total();
         WindowSummary {
             t_s,
@@ -148,12 +156,8 @@ impl Window {
                 .filter(|o| self.outcomes.get(**o) > 0)
                 .map(|o| (o.as_str().to_string(), self.outcomes.get(*o)))
                 .collect(),
-            latency_ms: (requests > 0).then(|| WindowLatency {
-                p50: ms(&self.latency, 0.5),
-                p95: ms(&self.latency, 0.95),
-                p99: ms(&self.latency, 0.99),
-                max: self.latency.max() as f64 / 1000.0,
-            }),
+            latency_ms: (requests > 0).then(|| percentiles(&self.latency)),
+            valid_latency_ms: (!self.valid.is_empty()).then(|| percentiles(&self.valid)),
             ttft_p95_ms: (!self.ttft.is_empty()).then(|| ms(&self.ttft, 0.95)),
         }
     }
@@ -223,6 +227,9 @@ impl Recorder {
         let w = (s.done_us.saturating_sub(self.t0_us) / 1_000_000).max(self.first_open);
         let window = self.open.entry(w).or_insert_with(Window::new);
         record(&mut window.latency, s.latency_us());
+        if s.is_valid_upstream_answer() {
+            record(&mut window.valid, s.latency_us());
+        }
         if let Some(t) = s.ttft_us {
             record(&mut window.ttft, t);
         }
@@ -238,7 +245,7 @@ impl Recorder {
         }
         record(&mut stage.latency, s.latency_us());
         stage.latency_max_us = stage.latency_max_us.max(s.latency_us());
-        if s.outcome == Outcome::Ok && s.sut_attempts != Some(0) {
+        if s.is_valid_upstream_answer() {
             record(&mut stage.latency_valid, s.latency_us());
             stage.latency_valid_max_us = stage.latency_valid_max_us.max(s.latency_us());
         }
@@ -279,7 +286,7 @@ impl Recorder {
         };
         let stage = &mut self.stages[k];
         stage.completed += 1;
-        if s.outcome == Outcome::Ok && s.sut_attempts != Some(0) {
+        if s.is_valid_upstream_answer() {
             stage.good_completed += 1;
         }
     }
@@ -369,6 +376,9 @@ pub struct WindowHistograms {
     pub t_s: u64,
     /// Latency, µs, HDR V2 + DEFLATE, base64.
     pub latency: String,
+    /// Latency of the valid upstream answers, likewise (empty in folders written before it).
+    #[serde(default)]
+    pub valid: String,
     /// Time to first token, µs, likewise.
     pub ttft: String,
     /// Outcomes.
@@ -377,11 +387,16 @@ pub struct WindowHistograms {
 
 impl WindowHistograms {
     fn of(t_s: u64, w: &Window) -> Self {
-        Self { t_s, latency: pack(&w.latency), ttft: pack(&w.ttft), outcomes: w.outcomes }
+        Self { t_s, latency: pack(&w.latency), valid: pack(&w.valid), ttft: pack(&w.ttft), outcomes: w.outcomes }
     }
 
     fn window(&self) -> Result<Window, UnpackError> {
-        Ok(Window { latency: unpack(&self.latency, 2)?, ttft: unpack(&self.ttft, 2)?, outcomes: self.outcomes })
+        Ok(Window {
+            latency: unpack(&self.latency, 2)?,
+            valid: unpack(&self.valid, 2)?,
+            ttft: unpack(&self.ttft, 2)?,
+            outcomes: self.outcomes,
+        })
     }
 }
 
@@ -393,6 +408,7 @@ pub fn merge_windows(lines: &[WindowHistograms]) -> Result<Vec<WindowSummary>, U
         match by_second.get_mut(&l.t_s) {
             Some(into) => {
                 add(&mut into.latency, &w.latency);
+                add(&mut into.valid, &w.valid);
                 add(&mut into.ttft, &w.ttft);
                 for o in Outcome::ALL {
                     into.outcomes.0[o.index()] += w.outcomes.get(o);

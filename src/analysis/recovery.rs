@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::record::{Attempt, Outcome, Sample};
+use crate::record::{Attempt, Sample};
 
 /// p95 counts as recovered within this factor of the baseline p95…
 pub const P95_FACTOR: f64 = 1.25;
@@ -101,7 +101,7 @@ pub struct SendSecond {
 
 /// A valid answer from an upstream: `ok`, and not answered without an upstream attempt.
 fn valid(s: &Sample) -> bool {
-    s.outcome == Outcome::Ok && s.sut_attempts != Some(0)
+    s.is_valid_upstream_answer()
 }
 
 fn p95_ms(mut v: Vec<u64>) -> Option<f64> {

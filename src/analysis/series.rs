@@ -45,7 +45,7 @@ impl Series {
         let valid: Vec<Sample> = data
             .samples
             .iter()
-            .filter(|s| s.outcome == crate::record::Outcome::Ok && s.sut_attempts != Some(0))
+            .filter(|s| s.is_valid_upstream_answer())
             .cloned()
             .collect();
         Self {

@@ -336,6 +336,26 @@ pub struct Summary {
     /// The run replayed under other retry and protection policies (`chaos whatif`), once made.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub whatif: Option<crate::analysis::whatif::WhatIf>,
+    /// What the room wrote down during the run (the live page, `chaos note`) and what the
+    /// facilitator did there, in time order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub observations: Vec<ObservationNote>,
+}
+
+/// One line of `observations.ndjson`, on the run's time axis.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ObservationNote {
+    /// Seconds from the load start (negative: written before the load started).
+    pub t_s: f64,
+    /// The wall-clock instant (RFC 3339).
+    pub at: String,
+    /// `note` (someone's observation) or `action` (the facilitator changed a fault).
+    pub kind: String,
+    /// What was written or done.
+    pub text: String,
+    /// Who, when they said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub author: Option<String>,
 }
 
 /// What identifies a run, known before anything is measured.
@@ -450,6 +470,7 @@ impl Summary {
             whatif: None,
             verify: None,
             probe: None,
+            observations: Vec::new(),
         }
     }
 }

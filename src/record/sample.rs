@@ -147,6 +147,12 @@ impl Sample {
         }
     }
 
+    /// A valid answer from an upstream: `ok`, and not answered without an upstream attempt (a
+    /// cache hit or a fallback is not the provider answering). The report's "valid answers".
+    pub fn is_valid_upstream_answer(&self) -> bool {
+        self.outcome == Outcome::Ok && self.sut_attempts != Some(0)
+    }
+
     /// Latency from the intended send time to the end: queueing at the generator counts.
     pub fn latency_us(&self) -> u64 {
         self.done_us.saturating_sub(self.intended_us)

@@ -14,8 +14,11 @@ pub struct WindowSummary {
     pub requests: u64,
     /// Their outcomes, by name.
     pub outcomes: BTreeMap<String, u64>,
-    /// Latency percentiles, ms (absent when empty).
+    /// Latency percentiles, ms, every outcome (absent when empty).
     pub latency_ms: Option<WindowLatency>,
+    /// Latency percentiles of the valid upstream answers only, ms (absent when none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub valid_latency_ms: Option<WindowLatency>,
     /// p95 time to first token, ms (streams).
     pub ttft_p95_ms: Option<f64>,
 }

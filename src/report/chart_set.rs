@@ -430,6 +430,7 @@ mod tests {
                 requests: 1,
                 outcomes: [("ok".to_string(), 1)].into(),
                 latency_ms: None,
+                valid_latency_ms: None,
                 ttft_p95_ms: None,
             })
             .collect();
