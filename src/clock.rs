@@ -61,6 +61,11 @@ impl Clock {
         wall.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
     }
 
+    /// The wall-clock time `us` microseconds after the epoch (no clock read).
+    pub fn wall_at(&self, us: u64) -> SystemTime {
+        self.wall + Duration::from_micros(us)
+    }
+
     /// The instant `us` microseconds after the epoch.
     pub fn instant_at(&self, us: u64) -> Instant {
         self.epoch + Duration::from_micros(us)

@@ -276,11 +276,18 @@ impl RunFolder {
     /// appenders only ever write whole lines, so this is damage done after the run). Empty
     /// when nothing is.
     pub fn damage(&self) -> Vec<String> {
-        [RunFile::Samples, RunFile::Attempts, RunFile::Events, RunFile::Windows, RunFile::Histograms, RunFile::Observations]
-            .into_iter()
-            .filter(|f| std::fs::read(self.path(*f)).is_ok_and(|b| b.last().is_some_and(|c| *c != b'\n')))
-            .map(|f| format!("{}: its last line is cut short", f.name()))
-            .collect()
+        [
+            RunFile::Samples,
+            RunFile::Attempts,
+            RunFile::Events,
+            RunFile::Windows,
+            RunFile::Histograms,
+            RunFile::Observations,
+        ]
+        .into_iter()
+        .filter(|f| std::fs::read(self.path(*f)).is_ok_and(|b| b.last().is_some_and(|c| *c != b'\n')))
+        .map(|f| format!("{}: its last line is cut short", f.name()))
+        .collect()
     }
 
     /// A whole-file JSON document (`summary.json`, `resolved.json`) as `T`; `None` when the

@@ -18,6 +18,7 @@ async fn drive(s: &Scenario, target: String, clock: Clock) -> (Vec<Sample>, load
     let one = load::exclusive().await;
     let (tx, mut rx) = tokio::sync::mpsc::channel(100_000);
     let (_stop_tx, stop) = tokio::sync::watch::channel(false);
+    let counters = std::sync::Arc::new(load::LiveCounters::default());
     let cfg = LoadConfig {
         load: s.load.clone().unwrap(),
         seed: s.seed,
@@ -29,12 +30,16 @@ async fn drive(s: &Scenario, target: String, clock: Clock) -> (Vec<Sample>, load
         cutoff: None,
         shard: chaos::record::Shard::WHOLE,
         skip_before_us: 0,
+        counters: Some(counters.clone()),
     };
     let report = load::run(&one, cfg, tx, stop).await.unwrap();
     let mut samples = Vec::new();
     while let Ok(s) = rx.try_recv() {
         samples.push(s);
     }
+    // What the live view reads agrees with what was sent, and nothing is left on the wire.
+    assert_eq!(counters.sent(), samples.len() as u64 + report.lost_samples);
+    assert_eq!(counters.in_flight(), 0);
     (samples, report)
 }
 

@@ -239,6 +239,7 @@ pub fn failover(faults: &[FaultWindow], attempts: &[Attempt], t0_us: u64, pool_s
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::record::Outcome;
 
     const SEC: u64 = 1_000_000;
 

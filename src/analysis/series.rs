@@ -42,12 +42,7 @@ impl Series {
         let windows = super::retry::scoped_series(&data.samples, &data.attempts, &super::spans(s), t0);
         let amplification = super::retry::counted_windows(&windows).map(|(t, a)| (t as f64, a)).collect();
         let (in_flight, queued) = mock_concurrency(&data.attempts, t0);
-        let valid: Vec<Sample> = data
-            .samples
-            .iter()
-            .filter(|s| s.is_valid_upstream_answer())
-            .cloned()
-            .collect();
+        let valid: Vec<Sample> = data.samples.iter().filter(|s| s.is_valid_upstream_answer()).cloned().collect();
         Self {
             latency_width_s,
             latency: latency_buckets(&valid, t0, latency_width_s),

@@ -16,6 +16,7 @@ mod gateway;
 pub mod k8s;
 mod merge;
 mod mock;
+mod note;
 mod report;
 mod run;
 pub mod schema;
@@ -66,6 +67,8 @@ pub enum Command {
     Merge(merge::Args),
     /// Run a scenario's load from many pods on Kubernetes: print the manifests.
     K8s(k8s::Args),
+    /// Write an observation into a running game day's log (`chaos run --serve`).
+    Note(note::Args),
 }
 
 /// Exit codes, as documented in the README.
@@ -257,6 +260,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
         Command::Whatif(args) => whatif::run(&args),
         Command::Merge(args) => merge::run(&args),
         Command::K8s(args) => k8s::run(&args),
+        Command::Note(args) => note::run(args).await,
     }
 }
 

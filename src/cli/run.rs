@@ -63,6 +63,22 @@ pub struct Args {
     /// Without it, each worker starts its own mocks.
     #[arg(long, value_name = "URL", requires = "worker")]
     pub mock: Option<String>,
+    /// Serve the live page, the observation log and Prometheus /metrics while the run goes
+    /// (default 127.0.0.1:7070; port 0 picks a free one). Off loopback it needs --serve-token.
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "127.0.0.1:7070")]
+    pub serve: Option<std::net::SocketAddr>,
+    /// A token every request to the live listener must carry (`?token=` or `Authorization:
+    /// Bearer`); required when --serve is not loopback.
+    #[arg(long, env = "CHAOS_SERVE_TOKEN", hide_env_values = true)]
+    pub serve_token: Option<String>,
+    /// The facilitator's token for starting and stopping faults from the page (default: a
+    /// random one, printed with the facilitator's link).
+    #[arg(long, env = "CHAOS_FACILITATOR_TOKEN", hide_env_values = true)]
+    pub facilitator_token: Option<String>,
+    /// Keep serving the page this long after the run ends, so the room sees the verdicts
+    /// (default: 10m when stderr is a terminal, else 0s); Ctrl-C ends it sooner.
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    pub serve_linger: Option<std::time::Duration>,
 }
 
 /// An RFC 3339 instant.
@@ -96,9 +112,19 @@ pub(super) async fn run(args: Args) -> Result<(), CliError> {
         }
         return Ok(());
     }
+    if args.serve.is_some() && args.worker.is_some() {
+        return Err(CliError::Usage(
+            "--serve with --worker: a worker sees only its share of the run; serve the page from a single-process run"
+                .into(),
+        ));
+    }
     let stopper = Stopper::default();
     install_interrupt(stopper.clone());
-    let options = RunOptions {
+    let server = match args.serve {
+        Some(addr) => Some(start_server(addr, &args).await?),
+        None => None,
+    };
+    let mut options = RunOptions {
         out: args.out.clone(),
         reports: args.reports.clone(),
         allow_remote: args.allow_remote.clone(),
@@ -118,11 +144,74 @@ pub(super) async fn run(args: Args) -> Result<(), CliError> {
         in_cluster: std::env::var_os("KUBERNETES_SERVICE_HOST").is_some(),
         ..RunOptions::default()
     };
-    if !scenario.variants.is_empty() {
-        return run_variants(&scenario, &options, stopper).await;
+    options.live = server.as_ref().map(experiment::serve::LiveServer::live);
+    let result = if scenario.variants.is_empty() {
+        match experiment::run(&scenario, &options, stopper.clone()).await {
+            Ok(outcome) => finished(&outcome),
+            Err(e) => Err(e.into()),
+        }
+    } else {
+        run_variants(&scenario, &options, stopper.clone()).await
+    };
+    if let Some(server) = server {
+        linger(&server, args.serve_linger, &stopper).await;
+        server.shutdown().await;
     }
-    let outcome = experiment::run(&scenario, &options, stopper).await?;
-    finished(&outcome)
+    result
+}
+
+/// Starts the live listener and says where the room and the facilitator open it.
+async fn start_server(addr: std::net::SocketAddr, args: &Args) -> Result<experiment::serve::LiveServer, CliError> {
+    let admin_token = args.facilitator_token.clone().unwrap_or_else(random_token);
+    let server = experiment::serve::LiveServer::start(experiment::serve::ServeOptions {
+        addr,
+        view_token: args.serve_token.clone(),
+        admin_token: admin_token.clone(),
+    })
+    .await
+    .map_err(|e| CliError::Usage(e.to_string()))?;
+    let url = server.url();
+    let token = args.serve_token.as_ref().map_or(String::new(), |t| format!("token={t}&"));
+    let view = if token.is_empty() { url.clone() } else { format!("{url}?{}", token.trim_end_matches('&')) };
+    super::to_stderr(&format!(
+        "live page: {view}
+  facilitator (can start and stop faults): {url}?{token}admin={admin_token}
+  notes from a terminal: chaos note {url} \"what you saw\"
+  Prometheus: {url}metrics
+"
+    ));
+    Ok(server)
+}
+
+/// 128 random bits as hex.
+fn random_token() -> String {
+    use rand::RngExt as _;
+    let mut rng = rand::rng();
+    format!("{:016x}{:016x}", rng.random::<u64>(), rng.random::<u64>())
+}
+
+/// Keeps the page up after the run so the room reads the verdicts, until `linger` passes or
+/// Ctrl-C.
+async fn linger(server: &experiment::serve::LiveServer, linger: Option<std::time::Duration>, stopper: &Stopper) {
+    use std::io::IsTerminal;
+    let linger = linger.unwrap_or(if std::io::stderr().is_terminal() {
+        std::time::Duration::from_secs(600)
+    } else {
+        std::time::Duration::ZERO
+    });
+    if linger.is_zero() || stopper.reason().is_some() {
+        return;
+    }
+    super::to_stderr(&format!(
+        "the live page stays up at {} for {} (Ctrl-C to leave now)\n",
+        server.url(),
+        humantime::format_duration(linger)
+    ));
+    let mut stop = stopper.subscribe();
+    tokio::select! {
+        () = tokio::time::sleep(linger) => {}
+        _ = stop.wait_for(|s| *s) => {}
+    }
 }
 
 /// What a finished run prints (its table, headlines, findings and gate), and its exit code.

@@ -137,6 +137,9 @@ pub(super) async fn start_and_drive(
         // The shared mock has the timeline on the same instant (`chaos mock --start-at`).
         started.pool.add_faults_at(faults, t0_us).map_err(|e| RunError::Faults(e.to_string()))?;
     }
+    if let Some(live) = &plan.options.live {
+        live.load_started(t0_us, shared_mock.is_none().then(|| started.pool.admin_uri()).flatten());
+    }
     let outputs = live::Outputs::open(plan.folder, plan.options.token_gaps, plan.options.worker.is_some())
         .map_err(io(plan.folder.dir()))?;
     let mut run = Segments {
@@ -148,6 +151,7 @@ pub(super) async fn start_and_drive(
         t0_us,
         ready_path,
         live: Arc::new(Mutex::new(live::LiveStats::default())),
+        counters: Arc::default(),
         outputs: Some(outputs),
         stages: Vec::new(),
         records: Vec::new(),
@@ -188,6 +192,8 @@ pub(super) struct Segments<'a> {
     pub(super) t0_us: u64,
     ready_path: Option<String>,
     live: Arc<Mutex<live::LiveStats>>,
+    /// What the generator has sent and has on the wire, across segments (the live page's).
+    counters: Arc<load::LiveCounters>,
     outputs: Option<live::Outputs>,
     /// Every stage laid out so far.
     pub(super) stages: Vec<Stage>,
@@ -281,6 +287,9 @@ impl Segments<'_> {
         });
         self.stages.extend(new);
         let scenario = self.scenario();
+        if let Some(live) = &self.plan.options.live {
+            live.plan(&self.stages, &scenario.faults);
+        }
         let load = scenario.load.clone().unwrap_or_else(|| self.plan.load.clone());
         let (clock, stopper, t0_us) = (self.plan.clock, self.plan.stopper, self.t0_us);
         let (tx, rx) = mpsc::channel(65_536);
@@ -297,6 +306,11 @@ impl Segments<'_> {
             scenario.limits.abort_error_rate.map(|(r, w, m)| (r, w.as_std(), m)),
             stopper.clone(),
             self.live.clone(),
+            self.plan.options.live.as_ref().map(|live| super::serve::Feed {
+                live: live.clone(),
+                counters: self.counters.clone(),
+                pool: self.pool.clone(),
+            }),
         ));
         let watchdog = tokio::spawn(watchdog::watchdog(
             self.running.clone(),
@@ -338,6 +352,7 @@ impl Segments<'_> {
             cutoff: Some(cutoff.clone()),
             shard,
             skip_before_us,
+            counters: Some(self.counters.clone()),
         };
         let report = load::run(self.exclusive, cfg, tx, stopper.subscribe()).await;
         if let Some(w) = watcher {

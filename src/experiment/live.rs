@@ -71,6 +71,7 @@ pub async fn consume(
     abort: Option<AbortRule>,
     stopper: Stopper,
     live: Arc<Mutex<LiveStats>>,
+    page: Option<super::serve::Feed>,
 ) -> (Vec<StageRecord>, Vec<WindowSummary>, Outputs) {
     let mut tick = tokio::time::interval(Duration::from_millis(250));
     let mut recent: VecDeque<WindowSummary> = VecDeque::new();
@@ -112,11 +113,20 @@ pub async fn consume(
             write_failed(e);
         }
     };
+    // The live page reads the same windows, after they are written.
+    let publish = |closed: &[WindowSummary]| {
+        if let Some(p) = &page {
+            p.live.windows(closed);
+        }
+    };
     loop {
         tokio::select! {
             sample = rx.recv() => match sample {
                 Some(mut s) => {
                     recorder.record(&s);
+                    if let Some(p) = &page {
+                        p.live.sample(&s);
+                    }
                     if !out.token_gaps {
                         s.itl_us = Vec::new();
                     }
@@ -127,8 +137,13 @@ pub async fn consume(
                 None => break,
             },
             _ = tick.tick() => {
-                let closed = recorder.close_until(clock.now_us());
+                let now = clock.now_us();
+                let closed = recorder.close_until(now);
+                publish(&closed);
                 on_windows(closed, &mut out);
+                if let Some(p) = &page {
+                    p.live.tick(now, &p.counters, &p.pool);
+                }
                 if let Err(e) = out.histograms(recorder.take_histograms()) {
                     write_failed(e);
                 }
@@ -141,7 +156,11 @@ pub async fn consume(
     }
     // The windows still open, closed now, then every stage's histograms.
     let rest = recorder.close_until(u64::MAX);
+    publish(&rest);
     on_windows(rest, &mut out);
+    if let Some(p) = &page {
+        p.live.settle(&p.counters, &p.pool);
+    }
     let mut kept = recorder.take_histograms();
     let (stages, windows) = recorder.finish();
     if out.histograms.is_some() {

@@ -21,6 +21,7 @@ pub mod finish;
 mod live;
 pub mod merge;
 mod progress;
+pub mod serve;
 mod variants;
 mod watchdog;
 
@@ -156,6 +157,8 @@ pub struct RunOptions {
     /// Running inside a Kubernetes cluster: the scenario's in-cluster Services (its SUT's
     /// host, the shared mock's) are allowed targets besides loopback.
     pub in_cluster: bool,
+    /// The live page's state (`chaos run --serve`): the run feeds it as it goes.
+    pub live: Option<Arc<serve::Live>>,
 }
 
 /// One shard of a run several processes generate on one clock (`chaos run --worker I/N
@@ -240,6 +243,7 @@ impl Default for RunOptions {
             force: false,
             worker: None,
             in_cluster: false,
+            live: None,
         }
     }
 }
@@ -318,6 +322,10 @@ pub async fn run(scenario: &Scenario, options: &RunOptions, stopper: Stopper) ->
     if let Some(admin) = pool.admin_uri() {
         tracing::info!("mock control API at {admin} (chaos fault --mock {admin} …)");
     }
+    if let Some(live) = &options.live {
+        live.begin_run(run_view(scenario, &run_id, &folder, &pool), folder.dir(), clock, &stage_names(&load));
+        live.plan(&load.stages, &scenario.faults);
+    }
     let plan = Plan {
         scenario,
         options,
@@ -332,7 +340,21 @@ pub async fn run(scenario: &Scenario, options: &RunOptions, stopper: Stopper) ->
     let mut started = Started { pool: Arc::new(pool), sut: None };
     let driven = start_and_drive(&plan, &mut started, &exclusive).await;
     let (sut_description, stopped) = started.stop().await;
-    let driven = driven.map_err(|e| aborted(scenario, &folder, &run_id, started_at, e))?;
+    let mut driven = match driven {
+        Ok(d) => d,
+        Err(e) => {
+            if let Some(live) = &options.live {
+                live.failed(&e.to_string());
+            }
+            return Err(aborted(scenario, &folder, &run_id, started_at, e));
+        }
+    };
+    if let Some(live) = &options.live {
+        // The room's notes are read by the analysis now; the facilitator's faults join the
+        // run's record, so the report shades them like the scenario's.
+        live.close_notes();
+        driven.faults.extend(live.adhoc_faults());
+    }
 
     // The first reason to stop wins; a mock that could not finish its logs (a full disk) still
     // leaves the measured summary, marked aborted: its log holds whole lines up to the failure.
@@ -424,7 +446,31 @@ pub async fn run(scenario: &Scenario, options: &RunOptions, stopper: Stopper) ->
             Finished { summary, verdict: None }
         }
     };
+    if let Some(live) = &options.live {
+        live.end(&finished.summary, finished.verdict.as_ref(), folder.dir());
+    }
     Ok(RunOutcome { dir: folder.dir().to_path_buf(), summary: finished.summary, verdict: finished.verdict })
+}
+
+/// What the live page shows of `scenario` before it measures anything (its stages and faults
+/// follow in [`serve::Live::plan`]).
+fn run_view(scenario: &Scenario, run_id: &str, folder: &RunFolder, pool: &MockPool) -> serve::hub::RunView {
+    serve::hub::RunView {
+        scenario: scenario.name.clone(),
+        run_id: run_id.to_string(),
+        variant: scenario.variant.clone(),
+        folder: folder.dir().display().to_string(),
+        total_s: 0.0,
+        stages: Vec::new(),
+        faults: Vec::new(),
+        upstreams: pool.upstreams().iter().map(|u| u.name().to_string()).collect(),
+        started: false,
+        controls: false,
+    }
+}
+
+fn stage_names(load: &crate::scenario::Load) -> Vec<String> {
+    load.stages.iter().map(|s| s.name.clone()).collect()
 }
 
 /// Why `scenario` cannot run in shards, if it cannot: it lays out stages from what it

@@ -30,7 +30,7 @@ use tokio::sync::{mpsc, watch};
 
 pub use crate::record::{Outcome, Sample};
 pub use prompts::Prompts;
-pub use schedule::{Schedule, StageSchedule, Ticket};
+pub use schedule::{LiveCounters, Schedule, StageSchedule, Ticket};
 
 use crate::clock::Clock;
 use crate::scenario::Load;
@@ -113,6 +113,8 @@ pub struct LoadConfig {
     /// A shard that started late skips the arrivals intended before this instant (µs on
     /// the run clock; 0: none) and counts them as missed.
     pub skip_before_us: u64,
+    /// Where the live view reads what is sent and on the wire (none: nobody watches).
+    pub counters: Option<Arc<LiveCounters>>,
 }
 
 /// How the generator ended and what its schedule saw.
@@ -200,6 +202,9 @@ pub async fn run(
         .skipping_before(cfg.skip_before_us);
     if let Some(c) = &cfg.cutoff {
         schedule = schedule.with_cutoff(c.clone());
+    }
+    if let Some(c) = &cfg.counters {
+        schedule = schedule.counting_into(c.clone());
     }
     let schedule = Arc::new(schedule);
     let timeout = cfg.load.timeout.as_std();

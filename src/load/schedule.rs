@@ -149,6 +149,28 @@ pub struct Schedule {
     shard: Shard,
     /// Arrivals intended before this instant are missed, not sent (µs; 0: none).
     skip_before_us: u64,
+    /// Running totals the live view reads (shared across a run's segments).
+    counters: Arc<LiveCounters>,
+}
+
+/// What the generator is doing right now, for the live view and `/metrics`: requests sent
+/// (first attempt on the wire) and on the wire. Shared by every segment of one run.
+#[derive(Debug, Default)]
+pub struct LiveCounters {
+    sent: AtomicU64,
+    in_flight: AtomicU64,
+}
+
+impl LiveCounters {
+    /// Requests sent so far.
+    pub fn sent(&self) -> u64 {
+        self.sent.load(Ordering::Relaxed)
+    }
+
+    /// Requests on the wire now.
+    pub fn in_flight(&self) -> u64 {
+        self.in_flight.load(Ordering::Relaxed)
+    }
 }
 
 impl Schedule {
@@ -173,7 +195,14 @@ impl Schedule {
             cutoff: Arc::new(AtomicU64::new(u64::MAX)),
             shard: Shard::WHOLE,
             skip_before_us: 0,
+            counters: Arc::default(),
         }
+    }
+
+    /// The same schedule, counting what it sends into `counters` too.
+    pub fn counting_into(mut self, counters: Arc<LiveCounters>) -> Self {
+        self.counters = counters;
+        self
     }
 
     /// The same schedule, generating only `shard`'s share of it.
@@ -318,6 +347,8 @@ impl Schedule {
 
     /// A request of stage `stage` is on the wire.
     pub fn begin(&self, stage: u16) {
+        self.counters.sent.fetch_add(1, Ordering::Relaxed);
+        self.counters.in_flight.fetch_add(1, Ordering::Relaxed);
         let now = self.in_flight.fetch_add(1, Ordering::Relaxed) + 1;
         if let Some(max) = self.max_in_flight.get(stage as usize) {
             max.fetch_max(now, Ordering::Relaxed);
@@ -326,6 +357,7 @@ impl Schedule {
 
     /// A request finished (or was abandoned).
     pub fn end(&self) {
+        self.counters.in_flight.fetch_sub(1, Ordering::Relaxed);
         self.in_flight.fetch_sub(1, Ordering::Relaxed);
     }
 

@@ -202,6 +202,11 @@ impl MockUpstream {
         self.state.metrics.in_flight.get()
     }
 
+    /// Requests that arrived so far (the attempts it received).
+    pub fn arrivals(&self) -> u64 {
+        self.state.arrivals.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// Requests waiting for a slot right now.
     pub fn queued(&self) -> u32 {
         self.state.slots.queued()

@@ -14,10 +14,17 @@ pub(super) fn shaded(s: &Summary) -> Vec<(f64, f64, String)> {
         .collect()
 }
 
+/// The room's observations a time chart marks: (seconds from the load start, their number in
+/// the report's timeline).
+pub(super) fn noted(s: &Summary) -> Vec<(f64, usize)> {
+    s.observations.iter().enumerate().map(|(i, o)| (o.t_s.max(0.0), i + 1)).collect()
+}
+
 /// The charts this run supports, by file name.
 pub fn charts_for(series: &Series, s: &Summary) -> Vec<(String, Chart)> {
     let mut out = Vec::new();
     let shade = shaded(s);
+    let notes = noted(s);
     let x = "completion time since load start (s)".to_string();
     // Every time chart shows the same span, the load start to the last second with data, so
     // charts line up when read one above the other.
@@ -44,6 +51,7 @@ pub fn charts_for(series: &Series, s: &Summary) -> Vec<(String, Chart)> {
                     Line { name: "p99, every outcome".into(), points: pick(&series.latency_all, 2), color: 7 },
                 ],
                 shaded: shade.clone(),
+                notes: notes.clone(),
                 x_range: span,
                 max_gap: Some(width as f64 * 1.5),
                 ..LineChart::default()
@@ -78,6 +86,7 @@ pub fn charts_for(series: &Series, s: &Summary) -> Vec<(String, Chart)> {
                 y_label: "requests completed per second".into(),
                 lines,
                 shaded: shade.clone(),
+                notes: notes.clone(),
                 stacked: true,
                 x_range: span,
                 ..LineChart::default()
@@ -95,6 +104,7 @@ pub fn charts_for(series: &Series, s: &Summary) -> Vec<(String, Chart)> {
                 y_label: "attempts per request".into(),
                 lines: vec![Line { name: "A(w), seconds with ≥ 5 requests".into(), points: amp, color: 3 }],
                 shaded: shade.clone(),
+                notes: notes.clone(),
                 reference: Some((1.0, "no amplification (1.0)".into())),
                 x_range: span,
                 max_gap: Some(1.5),
@@ -136,6 +146,7 @@ pub fn charts_for(series: &Series, s: &Summary) -> Vec<(String, Chart)> {
                     },
                 ],
                 shaded: shade.clone(),
+                notes: notes.clone(),
                 reference: s.declared.provider_slots.map(|n| (f64::from(n), format!("provider slots ({n})"))),
                 x_range: span,
                 ..LineChart::default()
@@ -166,6 +177,7 @@ pub fn charts_for(series: &Series, s: &Summary) -> Vec<(String, Chart)> {
                 y_label: "share of attempts (%)".into(),
                 lines,
                 shaded: shade.clone(),
+                notes: notes.clone(),
                 x_range: span,
                 max_gap: Some(1.5),
                 ..LineChart::default()

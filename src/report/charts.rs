@@ -72,6 +72,9 @@ pub struct LineChart {
     pub shaded: Vec<(f64, f64, String)>,
     /// Vertical markers.
     pub markers: Vec<Marker>,
+    /// Observations from the room (x, number), drawn as numbered dashed lines: the numbers
+    /// are the report timeline's.
+    pub notes: Vec<(f64, usize)>,
     /// Draw the lines as stacked areas (each line's y is added to the ones before).
     pub stacked: bool,
     /// A horizontal reference line (y, label).
@@ -247,6 +250,25 @@ fn draw_lines<DB: DrawingBackend>(
             .label(label.clone())
             .legend(move |(x, yy)| PathElement::new([(x, yy), (x + 16, yy)], grey.stroke_width(1)));
     }
+    let blue = RGBColor(11, 92, 173);
+    for (k, (x, n)) in c.notes.iter().enumerate() {
+        // Dashed: 8 segments of the full height with gaps between.
+        let dashes = (0..16).filter(|i| i % 2 == 0).map(|i| {
+            let (a, b) = (ymax * f64::from(i) / 16.0, ymax * f64::from(i + 1) / 16.0);
+            PathElement::new([(*x, a), (*x, b)], blue.stroke_width(1))
+        });
+        let drawn = chart.draw_series(dashes)?;
+        if k == 0 {
+            drawn
+                .label("observations, numbered as in the report timeline")
+                .legend(move |(x, y)| PathElement::new([(x + 7, y - 6), (x + 7, y + 6)], blue.stroke_width(1)));
+        }
+        chart.draw_series(std::iter::once(Text::new(
+            n.to_string(),
+            (*x, ymax * 0.97),
+            (FAMILY, 13).into_font().color(&blue),
+        )))?;
+    }
     for m in &c.markers {
         let color = PALETTE[m.color % PALETTE.len()];
         chart
@@ -393,6 +415,7 @@ mod tests {
             lines: vec![Line { name: "p99".into(), points: vec![(0.0, 100.0), (1.0, 300.0), (2.0, 120.0)], color: 0 }],
             shaded: vec![(0.5, 1.5, "slow".into())],
             markers: vec![Marker { x: 1.0, label: "knee".into(), color: 3 }],
+            notes: vec![(1.5, 7)],
             stacked: false,
             reference: Some((100.0, "baseline".into())),
             x_range: Some((0.0, 3.0)),
@@ -400,7 +423,17 @@ mod tests {
         });
         let svg = write(&chart, dir.path(), "latency").unwrap();
         let text = std::fs::read_to_string(&svg).unwrap();
-        for label in ["latency (ms)", "time since load start (s)", "p99", "fault: slow", "knee", "baseline"] {
+        for label in [
+            "latency (ms)",
+            "time since load start (s)",
+            "p99",
+            "fault: slow",
+            "knee",
+            "baseline",
+            "observations, numbered as in the report timeline",
+            // The observation's number, in its colour.
+            "fill=\"#0B5CAD\">\n7\n",
+        ] {
             assert!(text.contains(label), "{label} missing from the SVG");
         }
         let png = std::fs::read(dir.path().join("latency.png")).unwrap();

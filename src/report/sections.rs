@@ -15,6 +15,7 @@ pub fn document(s: &Summary, verdict: Option<&Verdict>, charts: &[String]) -> Do
     d.push(Block::Heading(2, "Headlines".into()));
     d.push(Block::List(headlines(s)));
     what_ran(&mut d, s);
+    timeline(&mut d, s);
     stages(&mut d, s, charts);
     in_flight(&mut d, s, charts);
     recovery(&mut d, s);
@@ -192,6 +193,61 @@ fn what_ran(d: &mut Doc, s: &Summary) {
                 if faults.is_empty() { "none".into() } else { faults.join("; ") },
             ],
         ],
+    ));
+}
+
+/// The run's story in time order: phases, fault windows, recoveries, and what the room wrote
+/// down and the facilitator did (numbered as on the charts). Absent when nothing happened but
+/// load.
+fn timeline(d: &mut Doc, s: &Summary) {
+    if s.observations.is_empty() && s.faults.is_empty() {
+        return;
+    }
+    // (seconds, order within the same second, wall clock, what)
+    let mut rows: Vec<(f64, u8, String, String)> = Vec::new();
+    for st in s.stages.iter().filter(|st| st.kind == "phase") {
+        rows.push((st.start_s, 0, String::new(), format!("phase `{}` starts", st.name)));
+    }
+    for f in s.faults.iter().filter(|f| f.group.is_none()) {
+        let what = format!("`{}` ({}{})", f.name, f.kind, f.multiplier.map_or(String::new(), |m| format!(" ×{m}")));
+        rows.push((f.start_s, 1, String::new(), format!("fault {what} starts")));
+        if let Some(e) = f.end_s {
+            rows.push((e, 1, String::new(), format!("fault {what} ends")));
+        }
+    }
+    for r in &s.recovery {
+        if let Some(after) = r.seconds.filter(|_| r.recovered) {
+            rows.push((
+                r.ended_s + after,
+                2,
+                String::new(),
+                format!("recovered from `{}` ({} s after it ended)", r.fault, ms(after)),
+            ));
+        }
+    }
+    for (i, o) in s.observations.iter().enumerate() {
+        let who = o.author.as_deref().map_or(String::new(), |a| format!(" ({a})"));
+        let what = match o.kind.as_str() {
+            "action" => format!("**{}** facilitator{who}: {}", i + 1, o.text),
+            _ => format!("**{}** observation{who}: {}", i + 1, o.text),
+        };
+        let wall = o.at.get(11..19).unwrap_or(&o.at).to_string();
+        rows.push((o.t_s, 3, wall, what));
+    }
+    rows.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    d.push(Block::Heading(2, "Timeline".into()));
+    let mut intro = "What happened when, in seconds from the load start.".to_string();
+    if !s.observations.is_empty() {
+        intro.push_str(
+            " Numbered lines are what the room wrote down during the run (`observations.ndjson`) and the facilitator's actions; the charts mark them with the same numbers.",
+        );
+    }
+    d.push(Block::Para(intro));
+    d.push(Block::Table(
+        vec!["s".into(), "wall clock (UTC)".into(), "what".into()],
+        rows.into_iter()
+            .map(|(t, _, wall, what)| vec![if t < 0.0 { "before load".into() } else { ms(t) }, wall, what])
+            .collect(),
     ));
 }
 

@@ -1,0 +1,147 @@
+//! The facilitator's controls on the live page: start an ad-hoc fault of any shipped kind, stop
+//! one. Faults go through the run's mock control API (`POST /_chaos/faults`, `DELETE
+//! /_chaos/faults/NAME`) like `chaos fault --mock`, so the mock validates them and logs them in
+//! `events.ndjson`; each action is also an observation of kind `action` (a marker on the charts)
+//! and the fault's window joins the run's record (`resolved.json`, the report's shading).
+
+use std::time::Duration as StdDuration;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::hub::{Live, Refused};
+use crate::faults::{Fault, HangMode, MalformedMode, ResetWhen};
+use crate::record::ObservationKind;
+use crate::scenario::NamedFault;
+
+/// A fault the page offers as a starting point (editable before it is sent).
+#[derive(Clone, Debug, Serialize)]
+pub struct Template {
+    /// What it does, in words.
+    pub label: &'static str,
+    /// The fault as JSON (the control API's body).
+    pub fault: Value,
+}
+
+/// One template per shipped fault kind (two for `status`: a 429 storm and 503s). Built with
+/// the fault builders, so each is valid by construction (a test posts every one to a mock).
+pub fn templates() -> Vec<Template> {
+    let s = StdDuration::from_secs;
+    let list = [
+        ("latency ×5 for 60 s", Fault::latency(5.0).lasting(s(60))),
+        ("429 storm for 30 s", Fault::status(429).lasting(s(30))),
+        ("503 on half the requests for 30 s", Fault::status(503).probability(0.5).lasting(s(30))),
+        ("rate limit lowered to 60 rpm for 60 s", Fault::rate_limit(60).lasting(s(60))),
+        ("10 % of requests hang for 30 s", Fault::hang(HangMode::NoResponse).probability(0.1).lasting(s(30))),
+        ("10 % of connections reset for 30 s", Fault::reset(ResetWhen::BeforeResponse).probability(0.1).lasting(s(30))),
+        ("30 % empty answers for 30 s", Fault::malformed(MalformedMode::EmptyContent).probability(0.3).lasting(s(30))),
+        ("outage (connections refused) for 20 s", Fault::outage().lasting(s(20))),
+        ("answers of the next 10 s expire together", Fault::ttl_expiry(s(10))),
+    ];
+    list.into_iter()
+        .map(|(label, fault)| Template { label, fault: serde_json::to_value(&fault).unwrap_or(Value::Null) })
+        .collect()
+}
+
+/// Why a facilitator action failed: the HTTP status to answer with, and why.
+pub type Failure = (u16, String);
+
+fn refused(e: Refused) -> Failure {
+    match e {
+        Refused::NotNow(m) => (409, m),
+        Refused::Bad(m) => (400, m),
+    }
+}
+
+/// Starts the fault in `body` (one JSON fault object, as `POST /_chaos/faults` takes it),
+/// named `adhoc-N-KIND` unless it has a name. Returns the name.
+pub async fn start(live: &Live, body: &[u8], author: Option<&str>) -> Result<String, Failure> {
+    let (admin, clock, t0) = live.control().map_err(refused)?;
+    let value: Value = serde_json::from_slice(body).map_err(|e| (400, format!("invalid JSON: {e}")))?;
+    let mut fault: Fault =
+        serde_path_to_error::deserialize(value).map_err(|e| (400, format!("`{}`: {}", e.path(), e.inner())))?;
+    let name = match fault.envelope().name {
+        Some(n) => n.to_string(),
+        None => live.next_adhoc_name(fault.kind()),
+    };
+    *fault.envelope_mut().name = Some(name.clone());
+    let body = serde_json::to_vec(&fault).map_err(|e| (500, e.to_string()))?;
+    let reply = reqwest::Client::new()
+        .post(format!("{admin}/_chaos/faults"))
+        .header("content-type", "application/json")
+        .body(body)
+        .send()
+        .await
+        .map_err(|e| (502, format!("the mock's control API at {admin}: {e}")))?;
+    let status = reply.status().as_u16();
+    let text = reply.text().await.unwrap_or_default();
+    if status != 201 {
+        return Err((status, control_message(&text)));
+    }
+    // For the run's record: the same fault with its start counted from the load start.
+    let now = clock.now_us();
+    let delay = fault.envelope().start.map_or(0, |d| d.as_std().as_micros() as u64);
+    let start_us = now + delay;
+    let mut recorded = fault.clone();
+    *recorded.envelope_mut().start = Some(StdDuration::from_micros(start_us.saturating_sub(t0)).into());
+    let what = describe(&recorded);
+    live.adhoc_started(NamedFault { name: name.clone(), fault: recorded, group: None }, start_us);
+    live.observe(ObservationKind::Action, &format!("started fault `{name}`: {what}"), author).map_err(refused)?;
+    Ok(name)
+}
+
+/// Stops the fault `name` (any fault on the timeline, not only the page's).
+pub async fn stop(live: &Live, name: &str, author: Option<&str>) -> Result<(), Failure> {
+    let (admin, clock, _) = live.control().map_err(refused)?;
+    let url = format!("{admin}/_chaos/faults/{name}");
+    let reply = reqwest::Client::new()
+        .delete(url)
+        .send()
+        .await
+        .map_err(|e| (502, format!("the mock's control API at {admin}: {e}")))?;
+    let status = reply.status().as_u16();
+    if !(200..300).contains(&status) {
+        let text = reply.text().await.unwrap_or_default();
+        return Err((status, control_message(&text)));
+    }
+    let ours = live.adhoc_stopped(name, clock.now_us());
+    let text = if ours {
+        format!("stopped fault `{name}`")
+    } else {
+        format!("removed the scenario's fault `{name}` from the timeline")
+    };
+    live.observe(ObservationKind::Action, &text, author).map_err(refused)?;
+    Ok(())
+}
+
+/// The control API's `{"error": {"message"}}`, or the text as it came.
+fn control_message(text: &str) -> String {
+    serde_json::from_str::<Value>(text)
+        .ok()
+        .and_then(|v| v.pointer("/error/message").and_then(Value::as_str).map(str::to_string))
+        .unwrap_or_else(|| text.to_string())
+}
+
+/// A fault in a few words: its kind and the fields set (`status: code 429, duration 3s`).
+fn describe(f: &Fault) -> String {
+    fn shown(v: &Value) -> Option<String> {
+        match v {
+            Value::Null => None,
+            Value::String(s) => Some(s.clone()),
+            Value::Object(o) => {
+                let set: Vec<String> = o.iter().filter_map(|(k, v)| Some(format!("{k} {}", shown(v)?))).collect();
+                (!set.is_empty()).then(|| set.join(" "))
+            }
+            other => Some(other.to_string()),
+        }
+    }
+    let v = serde_json::to_value(f).unwrap_or(Value::Null);
+    let fields: Vec<String> = v
+        .as_object()
+        .into_iter()
+        .flatten()
+        .filter(|(k, _)| !matches!(k.as_str(), "kind" | "name" | "start"))
+        .filter_map(|(k, v)| Some(format!("{k} {}", shown(v)?)))
+        .collect();
+    if fields.is_empty() { f.kind().to_string() } else { format!("{}: {}", f.kind(), fields.join(", ")) }
+}

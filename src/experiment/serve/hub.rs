@@ -1,0 +1,670 @@
+//! The live state of the run being served, and the one place it changes: the run's plan when
+//! it starts, every 1 s window the recorder closes, a gauge point each second (what the
+//! generator has sent and has on the wire, what each mock upstream holds, the faults' strength),
+//! the room's observations, the facilitator's faults, and the final verdicts. Each change is
+//! encoded once as a server-sent event and broadcast; a page that (re)connects gets the whole
+//! state first. Nothing here measures: windows come from the recorder, counts from the
+//! generator's and the mocks' own counters.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use serde::Serialize;
+use tokio::sync::broadcast;
+
+use super::metrics::{Gauges, RunMetrics};
+use crate::analysis::Summary;
+use crate::clock::Clock;
+use crate::gate::Verdict;
+use crate::load::LiveCounters;
+use crate::mock::MockPool;
+use crate::record::{Observation, ObservationKind, Sample, WindowSummary};
+use crate::run_folder::{NdjsonAppender, RunFile, RunFolder};
+use crate::scenario::{NamedFault, Stage};
+
+/// A(w) is shown for seconds with at least this many requests sent (as the report's).
+const MIN_SENT: u64 = crate::analysis::retry::MIN_WINDOW_REQUESTS;
+
+/// The longest observation kept, characters.
+pub const MAX_NOTE_CHARS: usize = 2000;
+
+/// What the page knows of the run before it measures anything.
+#[derive(Clone, Debug, Serialize)]
+pub struct RunView {
+    /// Scenario name.
+    pub scenario: String,
+    /// Run id.
+    pub run_id: String,
+    /// Variant, when the run is one.
+    pub variant: Option<String>,
+    /// The run folder.
+    pub folder: String,
+    /// The load's planned length, s (grows when stages are laid out while it runs).
+    pub total_s: f64,
+    /// Stages, in order.
+    pub stages: Vec<StageView>,
+    /// Fault windows (the scenario's, those laid out while it runs, the facilitator's).
+    pub faults: Vec<FaultView>,
+    /// Mock upstreams.
+    pub upstreams: Vec<String>,
+    /// The load has started (`false` while the system under test gets ready).
+    pub started: bool,
+    /// Faults can be started from the page (the run has its own mocks).
+    pub controls: bool,
+}
+
+/// One stage on the timeline.
+#[derive(Clone, Debug, Serialize)]
+pub struct StageView {
+    /// Name.
+    pub name: String,
+    /// phase, step, verify, probe.
+    pub kind: String,
+    /// Start, s from the load start.
+    pub start_s: f64,
+    /// End, s.
+    pub end_s: f64,
+}
+
+/// One fault window on the timeline.
+#[derive(Clone, Debug, Serialize)]
+pub struct FaultView {
+    /// Name.
+    pub name: String,
+    /// Kind (`latency`, `status`, …).
+    pub kind: String,
+    /// Start, s from the load start.
+    pub start_s: f64,
+    /// End, s (`None`: until the run ends or someone stops it).
+    pub end_s: Option<f64>,
+    /// Started from the page.
+    pub adhoc: bool,
+}
+
+/// What one second looked like at the generator and the mocks.
+#[derive(Clone, Debug, Serialize)]
+pub struct GaugePoint {
+    /// Seconds from the load start (the second that just ended).
+    pub t_s: u64,
+    /// Requests sent in it.
+    pub sent: u64,
+    /// Upstream attempts that arrived in it (every mock upstream).
+    pub attempts: u64,
+    /// attempts ÷ sent, when at least 5 requests were sent.
+    pub amplification: Option<f64>,
+    /// Client requests on the wire at its end.
+    pub in_flight: u64,
+    /// Per upstream at its end.
+    pub upstreams: Vec<UpstreamGauge>,
+    /// Faults active at its end.
+    pub faults: Vec<ActiveFault>,
+    /// The stage running at its end.
+    pub stage: Option<String>,
+}
+
+/// A mock upstream's gauges.
+#[derive(Clone, Debug, Serialize)]
+pub struct UpstreamGauge {
+    /// Name.
+    pub name: String,
+    /// Being handled.
+    pub in_flight: i64,
+    /// Waiting for a slot.
+    pub queued: u32,
+}
+
+/// A fault in force.
+#[derive(Clone, Debug, Serialize)]
+pub struct ActiveFault {
+    /// Name.
+    pub name: String,
+    /// Kind.
+    pub kind: String,
+    /// 0..1 (ramps).
+    pub strength: f64,
+}
+
+/// An observation as the page shows it.
+#[derive(Clone, Debug, Serialize)]
+pub struct ObservationView {
+    /// Seconds from the load start (negative: before it).
+    pub t_s: f64,
+    /// Wall clock (RFC 3339).
+    pub at: String,
+    /// `note` or `action`.
+    pub kind: &'static str,
+    /// Text.
+    pub text: String,
+    /// Author.
+    pub author: Option<String>,
+}
+
+/// How the run ended, for the page's last view.
+#[derive(Clone, Debug, Serialize)]
+pub struct EndView {
+    /// `completed` or `aborted`.
+    pub status: String,
+    /// Why it stopped early.
+    pub abort_reason: Option<String>,
+    /// The report's headlines (Markdown emphasis removed).
+    pub headlines: Vec<String>,
+    /// Findings: (severity, what, change).
+    pub findings: Vec<(String, String, String)>,
+    /// The gate: passed, and its rows (check, value, expected, why).
+    pub gate: Option<(bool, Vec<Vec<String>>)>,
+    /// Report files: (name, path on this machine).
+    pub files: Vec<(String, String)>,
+}
+
+/// The whole state, as a page that connects gets it.
+#[derive(Debug, Default, Serialize)]
+struct Snapshot<'a> {
+    run: Option<&'a RunView>,
+    windows: &'a [WindowSummary],
+    gauges: &'a [GaugePoint],
+    observations: &'a [ObservationView],
+    end: Option<&'a EndView>,
+}
+
+/// Why a note or a facilitator action was refused (HTTP 409 or 400).
+#[derive(Debug, thiserror::Error)]
+pub enum Refused {
+    /// No run, or not in a state for it.
+    #[error("{0}")]
+    NotNow(String),
+    /// The request itself.
+    #[error("{0}")]
+    Bad(String),
+}
+
+/// A facilitator's fault while it lasts.
+#[derive(Clone, Debug)]
+struct Adhoc {
+    fault: NamedFault,
+    /// When it starts, µs on the run clock.
+    start_us: u64,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    run: Option<RunView>,
+    windows: Vec<WindowSummary>,
+    gauges: Vec<GaugePoint>,
+    observations: Vec<ObservationView>,
+    end: Option<EndView>,
+    clock: Option<Clock>,
+    t0_us: Option<u64>,
+    folder: Option<PathBuf>,
+    notes: Option<NdjsonAppender>,
+    /// Notes are taken until the analysis reads them.
+    closed: bool,
+    mock_admin: Option<String>,
+    adhoc: Vec<Adhoc>,
+    adhoc_count: u64,
+    /// The second being counted, and what was sent and arrived in it so far.
+    second: Option<u64>,
+    sent_mark: u64,
+    attempts_mark: u64,
+    sent_in: u64,
+    attempts_in: u64,
+}
+
+/// The live state shared by the listener and the run.
+#[derive(Debug)]
+pub struct Live {
+    state: Mutex<State>,
+    tx: broadcast::Sender<Bytes>,
+    /// `/metrics`.
+    pub metrics: RunMetrics,
+}
+
+impl Default for Live {
+    fn default() -> Self {
+        Self { state: Mutex::default(), tx: broadcast::channel(1024).0, metrics: RunMetrics::default() }
+    }
+}
+
+/// One server-sent event.
+fn frame(event: &str, data: &impl Serialize) -> Bytes {
+    let json = serde_json::to_string(data).unwrap_or_else(|_| "null".into());
+    Bytes::from(format!("event: {event}\ndata: {json}\n\n"))
+}
+
+fn secs(us: u64, t0_us: u64) -> f64 {
+    (us as f64 - t0_us as f64) / 1e6
+}
+
+fn stage_views(stages: &[Stage]) -> Vec<StageView> {
+    stages
+        .iter()
+        .map(|s| StageView {
+            name: s.name.clone(),
+            kind: crate::scenario::wire_name(&s.kind),
+            start_s: s.start.as_std().as_secs_f64(),
+            end_s: s.end().as_std().as_secs_f64(),
+        })
+        .collect()
+}
+
+fn fault_views(faults: &[NamedFault], adhoc: bool) -> Vec<FaultView> {
+    faults
+        .iter()
+        .map(|f| {
+            let e = f.fault.envelope();
+            let start = e.start.map_or(0.0, |d| d.as_std().as_secs_f64());
+            FaultView {
+                name: f.name.clone(),
+                kind: f.fault.kind().to_string(),
+                start_s: start,
+                end_s: e.duration.map(|d| start + d.as_std().as_secs_f64()),
+                adhoc,
+            }
+        })
+        .collect()
+}
+
+impl Live {
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn send(&self, bytes: Bytes) {
+        // No page connected is not an error.
+        let _ = self.tx.send(bytes);
+    }
+
+    /// A receiver of every event from now on.
+    pub fn subscribe(&self) -> broadcast::Receiver<Bytes> {
+        self.tx.subscribe()
+    }
+
+    /// The whole state as one `snapshot` event (what a page gets when it connects).
+    pub fn snapshot(&self) -> Bytes {
+        let s = self.lock();
+        frame(
+            "snapshot",
+            &Snapshot {
+                run: s.run.as_ref(),
+                windows: &s.windows,
+                gauges: &s.gauges,
+                observations: &s.observations,
+                end: s.end.as_ref(),
+            },
+        )
+    }
+
+    /// The whole state as JSON (`GET /api/state`).
+    pub fn state_json(&self) -> String {
+        let s = self.lock();
+        serde_json::to_string(&Snapshot {
+            run: s.run.as_ref(),
+            windows: &s.windows,
+            gauges: &s.gauges,
+            observations: &s.observations,
+            end: s.end.as_ref(),
+        })
+        .unwrap_or_default()
+    }
+
+    /// A run starts: its plan, folder and clock. Whatever an earlier run (variant) left is
+    /// replaced.
+    pub fn begin_run(&self, run: RunView, folder: &Path, clock: Clock, stage_names: &[String]) {
+        self.metrics.begin(&run.scenario, &run.run_id);
+        self.metrics.stages(stage_names);
+        let mut s = self.lock();
+        *s = State { run: Some(run), clock: Some(clock), folder: Some(folder.to_path_buf()), ..State::default() };
+        let bytes = frame("snapshot", &Snapshot { run: s.run.as_ref(), ..Snapshot::default() });
+        drop(s);
+        self.send(bytes);
+    }
+
+    /// The load starts at `t0_us`; faults can be started through the mocks' control API at
+    /// `mock_admin` (none: the run uses a shared mock).
+    pub fn load_started(&self, t0_us: u64, mock_admin: Option<String>) {
+        let mut s = self.lock();
+        s.t0_us = Some(t0_us);
+        s.mock_admin = mock_admin;
+        let controls = s.mock_admin.is_some();
+        if let Some(r) = &mut s.run {
+            r.started = true;
+            r.controls = controls;
+        }
+        let bytes = frame("run", &s.run);
+        drop(s);
+        self.send(bytes);
+    }
+
+    /// The plan as it stands: stages and faults laid out so far (the verification and the
+    /// probe add theirs while the run goes).
+    pub fn plan(&self, stages: &[Stage], faults: &[NamedFault]) {
+        let names: Vec<String> = stages.iter().map(|s| s.name.clone()).collect();
+        self.metrics.stages(&names);
+        let mut s = self.lock();
+        let adhoc: Vec<NamedFault> = s.adhoc.iter().map(|a| a.fault.clone()).collect();
+        if let Some(r) = &mut s.run {
+            r.stages = stage_views(stages);
+            r.total_s = r.stages.last().map_or(0.0, |l| l.end_s);
+            r.faults = fault_views(faults, false);
+            r.faults.extend(fault_views(&adhoc, true));
+        }
+        let bytes = frame("run", &s.run);
+        drop(s);
+        self.send(bytes);
+    }
+
+    /// One completed client request (for `/metrics`; the page reads the windows).
+    pub fn sample(&self, s: &Sample) {
+        self.metrics.sample(s);
+    }
+
+    /// Windows the recorder just closed.
+    pub fn windows(&self, closed: &[WindowSummary]) {
+        if closed.is_empty() {
+            return;
+        }
+        let mut s = self.lock();
+        s.windows.extend(closed.iter().cloned());
+        drop(s);
+        for w in closed {
+            self.send(frame("window", w));
+        }
+    }
+
+    /// Called a few times a second while the load runs: counts what was sent and what reached
+    /// the mocks into the current second, and publishes each second once it has ended.
+    pub fn tick(&self, now_us: u64, counters: &LiveCounters, pool: &MockPool) {
+        let mut s = self.lock();
+        let Some(t0) = s.t0_us.filter(|t0| now_us >= *t0) else { return };
+        let second = (now_us - t0) / 1_000_000;
+        let sent = counters.sent();
+        let per_upstream: Vec<(String, u64)> =
+            pool.upstreams().iter().map(|u| (u.name().to_string(), u.arrivals())).collect();
+        let attempts: u64 = per_upstream.iter().map(|(_, n)| n).sum();
+        let first = s.second.is_none();
+        if first {
+            (s.second, s.sent_mark, s.attempts_mark) = (Some(second), sent, attempts);
+        }
+        s.sent_in += sent.saturating_sub(s.sent_mark);
+        s.attempts_in += attempts.saturating_sub(s.attempts_mark);
+        (s.sent_mark, s.attempts_mark) = (sent, attempts);
+        let Some(current) = s.second.filter(|c| second > *c) else { return };
+        // The second `current` has ended: publish it.
+        let timeline = pool.faults();
+        let faults: Vec<ActiveFault> = timeline
+            .entries()
+            .iter()
+            .filter(|e| e.window.contains(now_us))
+            .map(|e| ActiveFault {
+                name: e.name.to_string(),
+                kind: e.fault.kind().into(),
+                strength: e.strength(now_us),
+            })
+            .collect();
+        let t = secs(now_us, t0);
+        let stages: Vec<(String, String)> = s
+            .run
+            .as_ref()
+            .map(|r| r.stages.iter().map(|st| (st.name.clone(), st.kind.clone())).collect())
+            .unwrap_or_default();
+        let current_stage = s.run.as_ref().and_then(|r| r.stages.iter().position(|st| t >= st.start_s && t < st.end_s));
+        let point = GaugePoint {
+            t_s: current,
+            sent: s.sent_in,
+            attempts: s.attempts_in,
+            amplification: (s.sent_in >= MIN_SENT).then(|| s.attempts_in as f64 / s.sent_in as f64),
+            in_flight: counters.in_flight(),
+            upstreams: pool
+                .upstreams()
+                .iter()
+                .map(|u| UpstreamGauge { name: u.name().into(), in_flight: u.in_flight(), queued: u.queued() })
+                .collect(),
+            faults,
+            stage: current_stage.map(|i| stages[i].0.clone()),
+        };
+        (s.second, s.sent_in, s.attempts_in) = (Some(second), 0, 0);
+        let upstreams: Vec<(String, i64, u32)> =
+            point.upstreams.iter().map(|u| (u.name.clone(), u.in_flight, u.queued)).collect();
+        let all_faults: Vec<(String, String, f64)> = timeline
+            .entries()
+            .iter()
+            .map(|e| (e.name.to_string(), e.fault.kind().to_string(), e.strength(now_us)))
+            .collect();
+        self.metrics.gauges(&Gauges {
+            sent,
+            attempts: &per_upstream,
+            amplification: point.amplification,
+            in_flight: point.in_flight,
+            upstreams: &upstreams,
+            stages: &stages,
+            current: current_stage,
+            faults: &all_faults,
+            elapsed_s: Some(t),
+        });
+        let bytes = frame("gauge", &point);
+        s.gauges.push(point);
+        drop(s);
+        self.send(bytes);
+    }
+
+    /// A segment's load has ended: the counters of `/metrics` take their final values (every
+    /// request has completed, so every attempt has arrived).
+    pub fn settle(&self, counters: &LiveCounters, pool: &MockPool) {
+        let per_upstream: Vec<(String, u64)> =
+            pool.upstreams().iter().map(|u| (u.name().to_string(), u.arrivals())).collect();
+        let s = self.lock();
+        let stages: Vec<(String, String)> = s
+            .run
+            .as_ref()
+            .map(|r| r.stages.iter().map(|st| (st.name.clone(), st.kind.clone())).collect())
+            .unwrap_or_default();
+        let faults: Vec<(String, String, f64)> =
+            pool.faults().entries().iter().map(|e| (e.name.to_string(), e.fault.kind().to_string(), 0.0)).collect();
+        drop(s);
+        let upstreams: Vec<(String, i64, u32)> =
+            pool.upstreams().iter().map(|u| (u.name().to_string(), u.in_flight(), u.queued())).collect();
+        self.metrics.gauges(&Gauges {
+            sent: counters.sent(),
+            attempts: &per_upstream,
+            amplification: None,
+            in_flight: counters.in_flight(),
+            upstreams: &upstreams,
+            stages: &stages,
+            current: None,
+            faults: &faults,
+            elapsed_s: None,
+        });
+    }
+
+    /// Stamps `text` on the run clock, appends it to `observations.ndjson` and shows it.
+    pub fn observe(&self, kind: ObservationKind, text: &str, author: Option<&str>) -> Result<ObservationView, Refused> {
+        let text = text.trim();
+        if text.is_empty() {
+            return Err(Refused::Bad("the observation is empty".into()));
+        }
+        if text.chars().count() > MAX_NOTE_CHARS {
+            return Err(Refused::Bad(format!("the observation is longer than {MAX_NOTE_CHARS} characters")));
+        }
+        let author = author.map(str::trim).filter(|a| !a.is_empty()).map(|a| a.chars().take(80).collect::<String>());
+        let mut s = self.lock();
+        let (Some(clock), Some(folder)) = (s.clock, s.folder.clone()) else {
+            return Err(Refused::NotNow("no run is going: observations are stamped on a run's clock".into()));
+        };
+        if s.closed {
+            return Err(Refused::NotNow(
+                "the run has ended and its report is written: observations are taken while it runs".into(),
+            ));
+        }
+        let t_us = clock.now_us();
+        let line = Observation {
+            t_us,
+            at: humantime::format_rfc3339_millis(clock.wall_at(t_us)).to_string(),
+            kind,
+            text: text.to_string(),
+            author: author.clone(),
+        };
+        if s.notes.is_none() {
+            let appender = RunFolder::open(folder)
+                .appender(RunFile::Observations)
+                .map_err(|e| Refused::NotNow(format!("cannot write {}: {e}", RunFile::Observations.name())))?;
+            s.notes = Some(appender);
+        }
+        let written = s.notes.as_mut().map(|n| n.append(&line).and_then(|()| n.flush()));
+        if let Some(Err(e)) = written {
+            return Err(Refused::NotNow(format!("cannot write {}: {e}", RunFile::Observations.name())));
+        }
+        let view = ObservationView {
+            // Before the load starts a note is stamped relative to where it will start: now.
+            t_s: secs(t_us, s.t0_us.unwrap_or(t_us)),
+            at: line.at,
+            kind: match kind {
+                ObservationKind::Note => "note",
+                ObservationKind::Action => "action",
+            },
+            text: line.text,
+            author,
+        };
+        s.observations.push(view.clone());
+        drop(s);
+        self.metrics.observation(view.kind);
+        self.send(frame("observation", &view));
+        Ok(view)
+    }
+
+    /// No more observations: the analysis reads them now.
+    pub fn close_notes(&self) {
+        let mut s = self.lock();
+        s.closed = true;
+        if let Some(n) = &mut s.notes
+            && let Err(e) = n.flush()
+        {
+            tracing::warn!("{e}");
+        }
+    }
+
+    /// Where a facilitator's fault goes: the mocks' control API, and the run's clock.
+    pub fn control(&self) -> Result<(String, Clock, u64), Refused> {
+        let s = self.lock();
+        if s.closed || s.end.is_some() {
+            return Err(Refused::NotNow("the run has ended".into()));
+        }
+        let (Some(t0), Some(clock)) = (s.t0_us, s.clock) else {
+            return Err(Refused::NotNow("the load has not started yet".into()));
+        };
+        let Some(admin) = s.mock_admin.clone() else {
+            return Err(Refused::NotNow(
+                "this run's upstreams are a shared mock: change its faults with `chaos fault --mock`".into(),
+            ));
+        };
+        Ok((admin, clock, t0))
+    }
+
+    /// A name for the next facilitator fault of `kind`.
+    pub fn next_adhoc_name(&self, kind: &str) -> String {
+        let mut s = self.lock();
+        s.adhoc_count += 1;
+        format!("adhoc-{}-{kind}", s.adhoc_count)
+    }
+
+    /// A facilitator's fault was placed: `fault`'s start counts from the load start.
+    pub fn adhoc_started(&self, fault: NamedFault, start_us: u64) {
+        let mut s = self.lock();
+        s.adhoc.push(Adhoc { fault: fault.clone(), start_us });
+        if let Some(r) = &mut s.run {
+            r.faults.extend(fault_views(&[fault], true));
+        }
+        let bytes = frame("run", &s.run);
+        drop(s);
+        self.send(bytes);
+    }
+
+    /// A facilitator's fault `name` was removed at `now_us`: its window ends there. Returns
+    /// whether it was one of theirs.
+    pub fn adhoc_stopped(&self, name: &str, now_us: u64) -> bool {
+        let mut s = self.lock();
+        let Some(t0) = s.t0_us else { return false };
+        let Some(a) = s.adhoc.iter_mut().find(|a| a.fault.name == name) else { return false };
+        let ran = std::time::Duration::from_micros(now_us.saturating_sub(a.start_us));
+        let env = a.fault.fault.envelope_mut();
+        let shorter = env.duration.is_none_or(|d| d.as_std() > ran);
+        if shorter {
+            *env.duration = Some(ran.into());
+        }
+        let end_s = secs(a.start_us, t0) + ran.as_secs_f64();
+        if let Some(f) = s.run.as_mut().and_then(|r| r.faults.iter_mut().find(|f| f.adhoc && f.name == name))
+            && shorter
+        {
+            f.end_s = Some(end_s);
+        }
+        let bytes = frame("run", &s.run);
+        drop(s);
+        self.send(bytes);
+        true
+    }
+
+    /// The facilitator's faults, their `start` from the load start and their `duration` as
+    /// long as they ran: for the run's record (`resolved.json`, the summary's fault windows).
+    pub fn adhoc_faults(&self) -> Vec<NamedFault> {
+        self.lock().adhoc.iter().map(|a| a.fault.clone()).collect()
+    }
+
+    /// The run ended: its verdicts and report files.
+    pub fn end(&self, summary: &Summary, verdict: Option<&Verdict>, folder: &Path) {
+        let files = [RunFile::ReportHtml, RunFile::ReportMd, RunFile::Summary, RunFile::Junit]
+            .into_iter()
+            .filter(|f| folder.join(f.name()).exists())
+            .map(|f| (f.name().to_string(), folder.join(f.name()).display().to_string()))
+            .collect();
+        let end = EndView {
+            status: crate::scenario::wire_name(&summary.status),
+            abort_reason: summary.abort_reason.clone(),
+            headlines: crate::report::headlines(summary).iter().map(|l| l.replace("**", "")).collect(),
+            findings: summary
+                .findings
+                .iter()
+                .map(|f| (crate::scenario::wire_name(&f.severity), f.what.clone(), f.change.clone()))
+                .collect(),
+            gate: verdict.map(|v| (v.passed, crate::report::verdict_rows(v))),
+            files,
+        };
+        self.finish(end);
+    }
+
+    /// The run failed before it had a summary.
+    pub fn failed(&self, reason: &str) {
+        self.finish(EndView {
+            status: "aborted".into(),
+            abort_reason: Some(reason.to_string()),
+            headlines: Vec::new(),
+            findings: Vec::new(),
+            gate: None,
+            files: Vec::new(),
+        });
+    }
+
+    fn finish(&self, end: EndView) {
+        let mut s = self.lock();
+        s.closed = true;
+        s.notes = None;
+        let bytes = frame("end", &end);
+        s.end = Some(end);
+        drop(s);
+        self.send(bytes);
+    }
+
+    /// The current run's folder (for serving its report files).
+    pub fn folder(&self) -> Option<PathBuf> {
+        self.lock().folder.clone()
+    }
+}
+
+/// What `Live` needs from the consumer of one segment of the run.
+#[derive(Clone, Debug)]
+pub struct Feed {
+    /// The live state.
+    pub live: Arc<Live>,
+    /// The generator's counters.
+    pub counters: Arc<LiveCounters>,
+    /// The run's mocks.
+    pub pool: Arc<MockPool>,
+}

@@ -1,0 +1,377 @@
+//! `chaos run --serve [ADDR]`: the game day, live. One listener serves the page the room
+//! watches, the events that update it, the room's observation log, the facilitator's fault
+//! controls and a Prometheus `/metrics`, all from the binary (the page and its script are
+//! embedded: no CDN, works offline).
+//!
+//! | method and path | does | token |
+//! |---|---|---|
+//! | `GET /` | the live page | view |
+//! | `GET /events` | server-sent events: `snapshot` on connect, then `run`, `window`, `gauge`, `observation`, `end` | view |
+//! | `GET /api/state` | the whole state as JSON | view |
+//! | `POST /api/notes` | `{"text", "author"?}`: an observation, stamped on the run clock | view |
+//! | `GET /api/faults/templates` | a fault of every shipped kind, to start from | view |
+//! | `POST /api/faults` | starts a fault (the control API's JSON) | admin |
+//! | `DELETE /api/faults/NAME` | stops one | admin |
+//! | `GET /files/NAME` | the run's report.html, report.md, summary.json, junit.xml, charts | view |
+//! | `GET /metrics` | Prometheus exposition | view |
+//!
+//! Loopback by default. Off loopback the view token is required (`?token=` or `Authorization:
+//! Bearer`), as for the mock's control API. Fault controls always need the admin token
+//! (`X-Chaos-Admin`; the page takes it from `?admin=`), generated when not given.
+//!
+//! Layer 6 (with the rest of `experiment`): reads the live windows and counters; measures
+//! nothing of its own.
+
+pub mod facilitator;
+pub mod hub;
+pub mod metrics;
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body::{Body, Frame};
+use http_body_util::combinators::BoxBody;
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::Incoming;
+use hyper::header::{AUTHORIZATION, CACHE_CONTROL, CONTENT_TYPE, HeaderValue};
+use hyper::service::service_fn;
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use serde_json::json;
+use tokio::sync::{broadcast, mpsc, watch};
+use tokio::task::{JoinHandle, JoinSet};
+
+pub use hub::{Feed, Live};
+
+use crate::record::ObservationKind;
+
+/// The page, with its style and script inline.
+const PAGE: &str = include_str!("page.html");
+
+/// Largest request body accepted (a note, a fault).
+const MAX_BODY: usize = 64 * 1024;
+
+/// Events buffered per page before it counts as lagging (it then gets a fresh snapshot).
+const PER_CLIENT: usize = 256;
+
+/// How the listener is reached.
+#[derive(Clone, Debug)]
+pub struct ServeOptions {
+    /// Where to listen.
+    pub addr: SocketAddr,
+    /// Required for everything when set (and required off loopback).
+    pub view_token: Option<String>,
+    /// Required for the fault controls.
+    pub admin_token: String,
+}
+
+/// Why the listener could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// Off loopback without a token.
+    #[error(
+        "--serve {0}: not a loopback address, so the page, the notes and /metrics would be open to the network; give --serve-token TOKEN (or CHAOS_SERVE_TOKEN), or serve on 127.0.0.1"
+    )]
+    Open(SocketAddr),
+    /// The address could not be bound.
+    #[error("--serve {addr}: {source}")]
+    Bind {
+        /// Where.
+        addr: SocketAddr,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// The running listener.
+#[derive(Debug)]
+pub struct LiveServer {
+    live: Arc<Live>,
+    addr: SocketAddr,
+    stop: watch::Sender<bool>,
+    task: JoinHandle<()>,
+}
+
+struct Access {
+    view: Option<String>,
+    admin: String,
+}
+
+type Reply = Response<BoxBody<Bytes, Infallible>>;
+
+impl LiveServer {
+    /// Binds `options.addr` and serves until [`Self::shutdown`].
+    pub async fn start(options: ServeOptions) -> Result<Self, ServeError> {
+        if !options.addr.ip().is_loopback() && options.view_token.is_none() {
+            return Err(ServeError::Open(options.addr));
+        }
+        let listener =
+            crate::net::bind(options.addr).map_err(|source| ServeError::Bind { addr: options.addr, source })?;
+        let addr = listener.local_addr().map_err(|source| ServeError::Bind { addr: options.addr, source })?;
+        let live = Arc::new(Live::default());
+        let access = Arc::new(Access { view: options.view_token, admin: options.admin_token });
+        let (stop, mut stopped) = watch::channel(false);
+        let serving = live.clone();
+        let task = tokio::spawn(async move {
+            let mut connections = JoinSet::new();
+            loop {
+                tokio::select! {
+                    accepted = listener.accept() => {
+                        let Ok((stream, _)) = accepted else { continue };
+                        let (live, access, stopped) = (serving.clone(), access.clone(), stopped.clone());
+                        connections.spawn(async move {
+                            let service = service_fn(move |req| {
+                                let (live, access, stopped) = (live.clone(), access.clone(), stopped.clone());
+                                async move { Ok::<_, Infallible>(route(&live, &access, stopped, req).await) }
+                            });
+                            let _ = hyper::server::conn::http1::Builder::new()
+                                .serve_connection(TokioIo::new(stream), service)
+                                .await;
+                        });
+                    }
+                    Some(_) = connections.join_next(), if !connections.is_empty() => {}
+                    changed = stopped.changed() => if changed.is_err() || *stopped.borrow() { break },
+                }
+            }
+            // Open event streams end with the listener (dropping the set aborts them).
+            connections.shutdown().await;
+        });
+        Ok(Self { live, addr, stop, task })
+    }
+
+    /// The live state runs feed.
+    pub fn live(&self) -> Arc<Live> {
+        self.live.clone()
+    }
+
+    /// The bound address.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The page's URL.
+    pub fn url(&self) -> String {
+        format!("http://{}/", self.addr)
+    }
+
+    /// Stops listening and closes every open page's stream.
+    pub async fn shutdown(self) {
+        let _ = self.stop.send(true);
+        let _ = self.task.await;
+    }
+}
+
+/// The query parameter `key`, if present.
+fn query<'a>(req: &'a Request<Incoming>, key: &str) -> Option<&'a str> {
+    req.uri().query()?.split('&').find_map(|kv| kv.strip_prefix(key)?.strip_prefix('='))
+}
+
+fn authorized(req: &Request<Incoming>, access: &Access) -> bool {
+    let Some(expected) = access.view.as_deref() else { return true };
+    let bearer = req.headers().get(AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer "));
+    bearer == Some(expected) || query(req, "token") == Some(expected)
+}
+
+fn admin(req: &Request<Incoming>, access: &Access) -> bool {
+    req.headers().get("x-chaos-admin").and_then(|v| v.to_str().ok()) == Some(access.admin.as_str())
+}
+
+async fn route(live: &Arc<Live>, access: &Access, stopped: watch::Receiver<bool>, req: Request<Incoming>) -> Reply {
+    if !authorized(&req, access) {
+        return error(StatusCode::UNAUTHORIZED, "missing or wrong token: add ?token=… or Authorization: Bearer …");
+    }
+    let path = req.uri().path().to_string();
+    match (req.method(), path.as_str()) {
+        (&Method::GET, "/") => text(StatusCode::OK, "text/html; charset=utf-8", PAGE.to_string()),
+        (&Method::GET, "/events") => events(live, stopped),
+        (&Method::GET, "/api/state") => text(StatusCode::OK, "application/json", live.state_json()),
+        (&Method::GET, "/metrics") => {
+            // OpenMetrics to a scraper that asks for it (Prometheus does), else the classic text.
+            let accept = req.headers().get(hyper::header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or("");
+            if accept.contains("application/openmetrics-text") {
+                text(
+                    StatusCode::OK,
+                    "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                    live.metrics.encode(),
+                )
+            } else {
+                text(StatusCode::OK, "text/plain; version=0.0.4; charset=utf-8", live.metrics.encode_classic())
+            }
+        }
+        (&Method::POST, "/api/notes") => note(live, req).await,
+        (&Method::GET, "/api/faults/templates") => text(
+            StatusCode::OK,
+            "application/json",
+            serde_json::to_string(&facilitator::templates()).unwrap_or_default(),
+        ),
+        (&Method::POST, "/api/faults") => {
+            if !admin(&req, access) {
+                return error(StatusCode::FORBIDDEN, "starting a fault needs the admin token (X-Chaos-Admin)");
+            }
+            let author = author(&req);
+            let body = match read_body(req).await {
+                Ok(b) => b,
+                Err(r) => return r,
+            };
+            match facilitator::start(live, &body, author.as_deref()).await {
+                Ok(name) => text(StatusCode::CREATED, "application/json", json!({ "started": name }).to_string()),
+                Err((status, message)) => {
+                    error(StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_GATEWAY), &message)
+                }
+            }
+        }
+        (&Method::DELETE, p) if p.starts_with("/api/faults/") => {
+            if !admin(&req, access) {
+                return error(StatusCode::FORBIDDEN, "stopping a fault needs the admin token (X-Chaos-Admin)");
+            }
+            let name = p["/api/faults/".len()..].to_string();
+            match facilitator::stop(live, &name, author(&req).as_deref()).await {
+                Ok(()) => text(StatusCode::OK, "application/json", json!({ "stopped": name }).to_string()),
+                Err((status, message)) => {
+                    error(StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_GATEWAY), &message)
+                }
+            }
+        }
+        (&Method::GET, p) if p.starts_with("/files/") => file(live, &p["/files/".len()..]).await,
+        (m, p) => error(StatusCode::NOT_FOUND, &format!("nothing at {m} {p}")),
+    }
+}
+
+/// The `X-Chaos-Author` header (the page sends the name its user gave).
+fn author(req: &Request<Incoming>) -> Option<String> {
+    req.headers().get("x-chaos-author").and_then(|v| v.to_str().ok()).map(str::to_string)
+}
+
+async fn read_body(req: Request<Incoming>) -> Result<Bytes, Reply> {
+    match Limited::new(req.into_body(), MAX_BODY).collect().await {
+        Ok(b) => Ok(b.to_bytes()),
+        Err(e) => Err(error(StatusCode::BAD_REQUEST, &format!("cannot read the body (at most {MAX_BODY} bytes): {e}"))),
+    }
+}
+
+async fn note(live: &Live, req: Request<Incoming>) -> Reply {
+    #[derive(serde::Deserialize)]
+    struct Note {
+        text: String,
+        #[serde(default)]
+        author: Option<String>,
+    }
+    let body = match read_body(req).await {
+        Ok(b) => b,
+        Err(r) => return r,
+    };
+    let note: Note = match serde_json::from_slice(&body) {
+        Ok(n) => n,
+        Err(e) => {
+            return error(StatusCode::BAD_REQUEST, &format!("expected {{\"text\": \"…\", \"author\": \"…\"}}: {e}"));
+        }
+    };
+    match live.observe(ObservationKind::Note, &note.text, note.author.as_deref()) {
+        Ok(view) => text(StatusCode::CREATED, "application/json", serde_json::to_string(&view).unwrap_or_default()),
+        Err(hub::Refused::Bad(m)) => error(StatusCode::BAD_REQUEST, &m),
+        Err(hub::Refused::NotNow(m)) => error(StatusCode::CONFLICT, &m),
+    }
+}
+
+/// A report file of the current run: only the files a run writes, by name.
+async fn file(live: &Live, name: &str) -> Reply {
+    let allowed = ["report.html", "report.md", "summary.json", "junit.xml"].contains(&name)
+        || name.strip_prefix("charts/").is_some_and(|c| {
+            !c.is_empty()
+                && c.chars().all(|ch| ch.is_ascii_alphanumeric() || ch == '-' || ch == '_' || ch == '.')
+                && !c.starts_with('.')
+                && (c.ends_with(".svg") || c.ends_with(".png"))
+        });
+    let Some(folder) = live.folder().filter(|_| allowed) else {
+        return error(StatusCode::NOT_FOUND, &format!("no report file {name}"));
+    };
+    let kind = match name.rsplit('.').next() {
+        Some("html") => "text/html; charset=utf-8",
+        Some("md") => "text/markdown; charset=utf-8",
+        Some("json") => "application/json",
+        Some("xml") => "application/xml",
+        Some("svg") => "image/svg+xml",
+        _ => "image/png",
+    };
+    match tokio::fs::read(folder.join(name)).await {
+        Ok(bytes) => {
+            let mut r = Response::new(Full::new(Bytes::from(bytes)).boxed());
+            r.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static(kind));
+            r
+        }
+        Err(_) => error(StatusCode::NOT_FOUND, &format!("{name} is not written (yet)")),
+    }
+}
+
+/// The event stream of one page: the whole state, then every change. A page that falls
+/// behind by more than the broadcast buffer gets a fresh snapshot instead of the changes it
+/// missed; the generator never waits for a page.
+fn events(live: &Arc<Live>, mut stopped: watch::Receiver<bool>) -> Reply {
+    let (tx, rx) = mpsc::channel::<Bytes>(PER_CLIENT);
+    let mut updates = live.subscribe();
+    let first = live.snapshot();
+    let live = live.clone();
+    tokio::spawn(async move {
+        // A reconnecting page waits 2 s, not the browser's default 3 s.
+        if tx.send(Bytes::from_static(b"retry: 2000\n\n")).await.is_err() || tx.send(first).await.is_err() {
+            return;
+        }
+        let mut keepalive = tokio::time::interval(Duration::from_secs(15));
+        keepalive.tick().await;
+        loop {
+            let next = tokio::select! {
+                u = updates.recv() => match u {
+                    Ok(b) => b,
+                    Err(broadcast::error::RecvError::Lagged(_)) => live.snapshot(),
+                    Err(broadcast::error::RecvError::Closed) => return,
+                },
+                _ = keepalive.tick() => Bytes::from_static(b": keepalive\n\n"),
+                _ = stopped.changed() => return,
+            };
+            if tx.send(next).await.is_err() {
+                return; // the page went away
+            }
+        }
+    });
+    let mut r = Response::new(EventBody { rx }.boxed());
+    r.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+    r.headers_mut().insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    r
+}
+
+/// A response body fed by a channel, one frame per event. Written by hand: `http-body-util`
+/// has `StreamBody`, but it needs a `Stream`, and the crate has no stream adaptor otherwise.
+struct EventBody {
+    rx: mpsc::Receiver<Bytes>,
+}
+
+impl Body for EventBody {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        self.rx.poll_recv(cx).map(|b| b.map(|b| Ok(Frame::data(b))))
+    }
+}
+
+fn text(status: StatusCode, kind: &'static str, body: String) -> Reply {
+    let mut r = Response::new(Full::new(Bytes::from(body)).boxed());
+    *r.status_mut() = status;
+    r.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static(kind));
+    r.headers_mut().insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    r
+}
+
+/// `{"error": {"status", "message"}}`, as the mock's control API answers.
+fn error(status: StatusCode, message: &str) -> Reply {
+    text(status, "application/json", json!({"error": {"status": status.as_u16(), "message": message}}).to_string())
+}
+
+#[cfg(test)]
+mod tests;
