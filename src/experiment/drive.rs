@@ -305,12 +305,14 @@ impl Segments<'_> {
             clock,
             scenario.limits.abort_error_rate.map(|(r, w, m)| (r, w.as_std(), m)),
             stopper.clone(),
-            self.live.clone(),
-            self.plan.options.live.as_ref().map(|live| super::serve::Feed {
-                live: live.clone(),
-                counters: self.counters.clone(),
-                pool: self.pool.clone(),
-            }),
+            live::Viewers {
+                progress: self.live.clone(),
+                page: self.plan.options.live.as_ref().map(|live| super::serve::Feed {
+                    live: live.clone(),
+                    counters: self.counters.clone(),
+                    pool: self.pool.clone(),
+                }),
+            },
         ));
         let watchdog = tokio::spawn(watchdog::watchdog(
             self.running.clone(),

@@ -25,6 +25,15 @@ pub struct LiveStats {
     pub failed: u64,
 }
 
+/// Who watches the run as it goes: the progress view's figures, and the live page (when the
+/// run is served).
+pub struct Viewers {
+    /// What the progress view shows.
+    pub progress: Arc<Mutex<LiveStats>>,
+    /// The live page's state and what it reads besides the windows.
+    pub page: Option<super::serve::Feed>,
+}
+
 /// The error-rate abort rule: (rate, for, min requests).
 pub type AbortRule = (f64, Duration, u64);
 
@@ -70,9 +79,9 @@ pub async fn consume(
     clock: Clock,
     abort: Option<AbortRule>,
     stopper: Stopper,
-    live: Arc<Mutex<LiveStats>>,
-    page: Option<super::serve::Feed>,
+    viewers: Viewers,
 ) -> (Vec<StageRecord>, Vec<WindowSummary>, Outputs) {
+    let Viewers { progress: live, page } = viewers;
     let mut tick = tokio::time::interval(Duration::from_millis(250));
     let mut recent: VecDeque<WindowSummary> = VecDeque::new();
     // A write that fails (a full disk) stops the run, naming the file; the appender keeps

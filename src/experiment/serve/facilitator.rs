@@ -39,8 +39,24 @@ pub fn templates() -> Vec<Template> {
         ("answers of the next 10 s expire together", Fault::ttl_expiry(s(10))),
     ];
     list.into_iter()
-        .map(|(label, fault)| Template { label, fault: serde_json::to_value(&fault).unwrap_or(Value::Null) })
+        .map(|(label, fault)| Template {
+            label,
+            fault: serde_json::to_value(&fault).ok().and_then(set_only).unwrap_or(Value::Null),
+        })
         .collect()
+}
+
+/// `v` without its unset (null) fields and the objects left empty: what a person would write.
+fn set_only(v: Value) -> Option<Value> {
+    match v {
+        Value::Null => None,
+        Value::Object(o) => {
+            let kept: serde_json::Map<String, Value> =
+                o.into_iter().filter_map(|(k, v)| Some((k, set_only(v)?))).collect();
+            (!kept.is_empty()).then_some(Value::Object(kept))
+        }
+        other => Some(other),
+    }
 }
 
 /// Why a facilitator action failed: the HTTP status to answer with, and why.
@@ -124,24 +140,17 @@ fn control_message(text: &str) -> String {
 
 /// A fault in a few words: its kind and the fields set (`status: code 429, duration 3s`).
 fn describe(f: &Fault) -> String {
-    fn shown(v: &Value) -> Option<String> {
-        match v {
-            Value::Null => None,
-            Value::String(s) => Some(s.clone()),
-            Value::Object(o) => {
-                let set: Vec<String> = o.iter().filter_map(|(k, v)| Some(format!("{k} {}", shown(v)?))).collect();
-                (!set.is_empty()).then(|| set.join(" "))
-            }
-            other => Some(other.to_string()),
-        }
-    }
-    let v = serde_json::to_value(f).unwrap_or(Value::Null);
-    let fields: Vec<String> = v
-        .as_object()
+    let set = serde_json::to_value(f).ok().and_then(set_only);
+    let fields: Vec<String> = set
+        .as_ref()
+        .and_then(Value::as_object)
         .into_iter()
         .flatten()
         .filter(|(k, _)| !matches!(k.as_str(), "kind" | "name" | "start"))
-        .filter_map(|(k, v)| Some(format!("{k} {}", shown(v)?)))
+        .map(|(k, v)| match v {
+            Value::String(s) => format!("{k} {s}"),
+            other => format!("{k} {other}"),
+        })
         .collect();
     if fields.is_empty() { f.kind().to_string() } else { format!("{}: {}", f.kind(), fields.join(", ")) }
 }

@@ -224,6 +224,10 @@ impl RunMetrics {
     pub fn begin(&self, scenario: &str, run_id: &str) {
         self.info.clear();
         self.info.get_or_create(&RunLabel { scenario: scenario.into(), run_id: run_id.into() }).set(1);
+        // Both kinds from zero, so a query on them has a series before the first note.
+        for kind in ["note", "action"] {
+            let _ = self.observations.get_or_create(&KindLabel { kind: kind.into() });
+        }
         let mut h = self.handles.lock().unwrap_or_else(|e| e.into_inner());
         h.stages.clear();
         h.sent_base = self.sent.get();

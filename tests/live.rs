@@ -1,0 +1,578 @@
+//! The game day, live (`chaos run --serve`), end to end with known answers: the page's
+//! amplification under a 100 % 429 storm with N immediate retries is N + 1; twenty pages and a
+//! reconnecting one all get every window and the end; `/metrics` passes `promtool check
+//! metrics` and its counters agree with the run folder to the request; every name the Grafana
+//! dashboard queries is on `/metrics` and every query parses as PromQL; a note from `chaos
+//! note` and the facilitator's fault land in the run folder and the report; and a real browser
+//! (headless Chromium over the DevTools protocol) watches the counter go up and posts a note.
+//!
+//! `promtool` (Debian's `prometheus`) and `chromium` must be installed; `.ci/run` installs them.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use chaos::analysis::Summary;
+use chaos::experiment::serve::{LiveServer, ServeOptions};
+use chaos::experiment::{self, RunOptions, Stopper};
+use chaos::scenario::{Scenario, Source};
+use serde_json::Value;
+use tokio::io::{AsyncBufReadExt, BufReader};
+
+fn scenario(text: &str) -> Scenario {
+    Scenario::from_source(&Source::new(Path::new("scenarios/live-test.toml"), text)).expect("valid scenario")
+}
+
+async fn server() -> LiveServer {
+    LiveServer::start(ServeOptions {
+        addr: "127.0.0.1:0".parse().unwrap(),
+        view_token: None,
+        admin_token: "facilitator".into(),
+    })
+    .await
+    .unwrap()
+}
+
+async fn run(text: &str, server: &LiveServer, dir: &Path) -> Summary {
+    let options = RunOptions {
+        out: Some(dir.to_path_buf()),
+        chaos_bin: env!("CARGO_BIN_EXE_chaos").into(),
+        live: Some(server.live()),
+        ..RunOptions::default()
+    };
+    experiment::run(&scenario(text), &options, Stopper::default()).await.expect("run").summary
+}
+
+/// Reads an event stream until its `end` event (or `limit`), returning the text.
+async fn read_events(url: String, limit: Duration) -> String {
+    let mut text = String::new();
+    let Ok(mut r) = reqwest::get(url).await else { return text };
+    let _ = tokio::time::timeout(limit, async {
+        while let Ok(Some(chunk)) = r.chunk().await {
+            text.push_str(&String::from_utf8_lossy(&chunk));
+            if text.contains("event: end\n") {
+                break;
+            }
+        }
+    })
+    .await;
+    text
+}
+
+fn lines(path: &Path) -> usize {
+    std::fs::read_to_string(path).map_or(0, |t| t.lines().count())
+}
+
+/// The value of the classic-text sample `name{labels…}` summed over its label sets.
+fn sample_sum(text: &str, name: &str) -> f64 {
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter(|l| l.split(['{', ' ']).next() == Some(name))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
+/// Runs `promtool` with `args` on `input` (stdin); returns (exit code, output).
+fn promtool(args: &[&str], input: &str) -> (i32, String) {
+    use std::io::Write;
+    let mut child = std::process::Command::new("promtool")
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("promtool (Debian's prometheus package; .ci/run installs it)");
+    child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)),
+    )
+}
+
+const STORM: &str = r#"
+name = "live-storm"
+seed = 11
+[[upstream]]
+name = "primary"
+latency = { ttft = { dist = "fixed", value = "20ms" }, output_tokens = { dist = "fixed", value = 1 } }
+[[fault]]
+name = "storm"
+kind = "status"
+code = 429
+start = "3s"
+duration = "4s"
+[load]
+timeout = "2s"
+retry = { max_retries = 2, on_status = [429] }
+[[load.phase]]
+name = "steady"
+rate = 40.0
+duration = "10s"
+"#;
+
+/// Two immediate retries under a 100 % 429 storm: every request sends 3 attempts, so the
+/// page's A is 3 in each second inside the storm and 1 outside it. Twenty pages watch the
+/// whole run and one reconnects; a note comes from `chaos note`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_page_shows_n_plus_1_under_a_storm_and_metrics_agree_with_the_run_folder() {
+    let server = server().await;
+    let url = server.url();
+    let dir = tempfile::tempdir().unwrap();
+    let pages: Vec<_> =
+        (0..20).map(|_| tokio::spawn(read_events(format!("{url}events"), Duration::from_secs(60)))).collect();
+    // A page that loses its connection after 4 s and comes back.
+    let again = {
+        let url = url.clone();
+        tokio::spawn(async move {
+            let first = read_events(format!("{url}events"), Duration::from_secs(4)).await;
+            (first, read_events(format!("{url}events"), Duration::from_secs(60)).await)
+        })
+    };
+    let note = {
+        let url = url.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(2500)).await;
+            tokio::process::Command::new(env!("CARGO_BIN_EXE_chaos"))
+                .args(["note", &url, "storm about to start", "--author", "sam"])
+                .output()
+                .await
+                .unwrap()
+        })
+    };
+    let summary = run(STORM, &server, dir.path()).await;
+    let note = note.await.unwrap();
+    assert!(note.status.success(), "{}", String::from_utf8_lossy(&note.stderr));
+    assert!(String::from_utf8_lossy(&note.stdout).starts_with("noted at "), "{note:?}");
+
+    let state: Value = serde_json::from_str(&server.live().state_json()).unwrap();
+    let gauges = state["gauges"].as_array().unwrap();
+    let a = |t: u64| gauges.iter().find(|g| g["t_s"] == t).and_then(|g| g["amplification"].as_f64());
+    for t in [4, 5] {
+        let v = a(t).unwrap_or_else(|| panic!("no A at {t} s: {gauges:?}"));
+        assert!((v - 3.0).abs() <= 0.1, "second {t}, inside the storm: A {v}");
+    }
+    for t in [0, 1, 8] {
+        let v = a(t).unwrap_or_else(|| panic!("no A at {t} s: {gauges:?}"));
+        assert!((v - 1.0).abs() <= 0.05, "second {t}, outside the storm: A {v}");
+    }
+    // The page saw the fault, at full strength, while it was on.
+    assert!(gauges.iter().any(|g| g["faults"][0]["name"] == "storm" && g["faults"][0]["strength"] == 1.0));
+
+    // Every page got every window and the end; the one that came back got the whole state.
+    let windows = state["windows"].as_array().unwrap().len();
+    assert!(windows >= 10, "{windows}");
+    for p in pages {
+        let text = p.await.unwrap();
+        assert_eq!(text.matches("event: window\n").count(), windows, "a page missed windows");
+        assert!(text.contains("event: end\n"));
+    }
+    let (first, second) = again.await.unwrap();
+    assert!(!first.contains("event: end\n"));
+    let resent = second.split("event: snapshot\ndata: ").nth(1).unwrap().split("\n\n").next().unwrap();
+    let resent: Value = serde_json::from_str(resent).unwrap();
+    assert!(resent["windows"].as_array().unwrap().len() >= first.matches("event: window\n").count());
+    assert!(second.contains("event: end\n"));
+
+    // /metrics: a clean promtool lint, and counts equal to the run folder's to the request.
+    let metrics = reqwest::get(format!("{url}metrics")).await.unwrap().text().await.unwrap();
+    let (code, out) = promtool(&["check", "metrics"], &metrics);
+    assert_eq!(code, 0, "promtool check metrics: {out}\n{metrics}");
+    let samples = lines(&dir.path().join("samples.ndjson")) as f64;
+    let attempts = lines(&dir.path().join("attempts.ndjson")) as f64;
+    assert_eq!(sample_sum(&metrics, "chaos_requests_total"), samples);
+    assert_eq!(sample_sum(&metrics, "chaos_requests_sent_total"), samples);
+    assert_eq!(sample_sum(&metrics, "chaos_upstream_attempts_total"), attempts);
+    assert_eq!(sample_sum(&metrics, "chaos_request_latency_seconds_count"), samples);
+    // 4 s of 40 req/s in the storm, two retries each: about 320 extra attempts.
+    assert!((attempts - samples - 320.0).abs() <= 16.0, "{attempts} attempts for {samples} requests");
+    // OpenMetrics for a scraper that asks for it.
+    let om = reqwest::Client::new()
+        .get(format!("{url}metrics"))
+        .header("accept", "application/openmetrics-text; version=1.0.0")
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(om.ends_with("# EOF\n"), "{om}");
+
+    // The note: in the folder, the summary and the report's timeline.
+    let observations = std::fs::read_to_string(dir.path().join("observations.ndjson")).unwrap();
+    assert!(observations.contains("\"text\":\"storm about to start\""), "{observations}");
+    let o = &summary.observations[0];
+    assert!((2.0..4.0).contains(&o.t_s), "{o:?}");
+    let md = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
+    assert!(md.contains("| **1** observation (sam): storm about to start |"), "{md}");
+    server.shutdown().await;
+}
+
+/// Every series name the Grafana dashboard queries is on `/metrics`, and every query (and
+/// annotation) parses as PromQL.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_grafana_dashboard_queries_exactly_what_metrics_exposes() {
+    let server = server().await;
+    let dir = tempfile::tempdir().unwrap();
+    let text = r#"
+name = "live-short"
+[[upstream]]
+name = "primary"
+latency = { ttft = { dist = "fixed", value = "10ms" }, output_tokens = { dist = "fixed", value = 3 } }
+[[fault]]
+name = "slow"
+kind = "latency"
+multiplier = 2.0
+duration = "10s"
+[load]
+stream = true
+[[load.phase]]
+name = "only"
+rate = 20.0
+duration = "3s"
+"#;
+    run(text, &server, dir.path()).await;
+    let metrics = reqwest::get(format!("{}metrics", server.url())).await.unwrap().text().await.unwrap();
+    let exposed: BTreeSet<&str> = metrics
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+        .filter_map(|l| l.split(['{', ' ']).next())
+        .collect();
+    let dashboard: Value =
+        serde_json::from_str(&std::fs::read_to_string("deploy/grafana/chaos.json").unwrap()).unwrap();
+    let mut exprs: Vec<String> = Vec::new();
+    for p in dashboard["panels"].as_array().unwrap() {
+        assert!(p["gridPos"].is_object() && p["type"].is_string() && p["title"].is_string(), "{p}");
+        for t in p["targets"].as_array().unwrap() {
+            exprs.push(t["expr"].as_str().unwrap().to_string());
+        }
+    }
+    for a in dashboard["annotations"]["list"].as_array().unwrap() {
+        if let Some(e) = a["expr"].as_str() {
+            exprs.push(e.to_string());
+        }
+    }
+    let ids: BTreeSet<u64> =
+        dashboard["panels"].as_array().unwrap().iter().map(|p| p["id"].as_u64().unwrap()).collect();
+    assert_eq!(ids.len(), dashboard["panels"].as_array().unwrap().len(), "panel ids are unique");
+    let names = regex_lite::Regex::new(r"chaos_[a-z_]+").unwrap();
+    let mut queried = BTreeSet::new();
+    for e in &exprs {
+        for m in names.find_iter(e) {
+            assert!(
+                exposed.contains(m.as_str()),
+                "the dashboard queries {} ({e}); /metrics has {exposed:?}",
+                m.as_str()
+            );
+            queried.insert(m.as_str().to_string());
+        }
+    }
+    // The dashboard uses every family the harness exposes.
+    for family in chaos::experiment::serve::metrics::NAMES {
+        assert!(queried.iter().any(|q| q.starts_with(family)), "no panel shows {family}");
+    }
+    // Every query is PromQL: promtool parses each as a recording rule.
+    let mut rules = String::from("groups:\n- name: chaos-dashboard\n  rules:\n");
+    for (i, e) in exprs.iter().enumerate() {
+        rules.push_str(&format!("  - record: chaos_dashboard:q{i}\n    expr: {}\n", serde_json::to_string(e).unwrap()));
+    }
+    let file = dir.path().join("rules.yml");
+    std::fs::write(&file, rules).unwrap();
+    let (code, out) = promtool(&["check", "rules", file.to_str().unwrap()], "");
+    assert_eq!(code, 0, "{out}");
+    server.shutdown().await;
+}
+
+/// The facilitator starts a fault from the page and stops it 2 s later: it goes through the
+/// mock's control API (events.ndjson), hits requests, is two actions in the observation log and
+/// one fault window in the summary, 2 s long.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_facilitator_fault_goes_through_the_control_api_into_the_record() {
+    let server = server().await;
+    let url = server.url();
+    let dir = tempfile::tempdir().unwrap();
+    let text = r#"
+name = "live-facilitator"
+[[upstream]]
+name = "primary"
+latency = { ttft = { dist = "fixed", value = "20ms" }, output_tokens = { dist = "fixed", value = 1 } }
+[load]
+timeout = "5s"
+[[load.phase]]
+name = "only"
+rate = 20.0
+duration = "6s"
+"#;
+    let act = tokio::spawn(async move {
+        let http = reqwest::Client::new();
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        let body = r#"{"kind":"latency","multiplier":4,"duration":"30s"}"#;
+        let refused = http.post(format!("{url}api/faults")).body(body).send().await.unwrap().status();
+        let started = http
+            .post(format!("{url}api/faults"))
+            .header("x-chaos-admin", "facilitator")
+            .header("x-chaos-author", "lee")
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        let started: Value = started.json().await.unwrap();
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let stopped = http
+            .delete(format!("{url}api/faults/adhoc-1-latency"))
+            .header("x-chaos-admin", "facilitator")
+            .send()
+            .await
+            .unwrap()
+            .status();
+        (refused, started, stopped)
+    });
+    let summary = run(text, &server, dir.path()).await;
+    let (refused, started, stopped) = act.await.unwrap();
+    assert_eq!(refused, 403);
+    assert_eq!(started["started"], "adhoc-1-latency", "{started}");
+    assert_eq!(stopped, 200);
+    let events = std::fs::read_to_string(dir.path().join("events.ndjson")).unwrap();
+    assert!(events.contains(r#""kind":"fault_added""#) && events.contains(r#""kind":"fault_removed""#), "{events}");
+    let w = summary.faults.iter().find(|f| f.name == "adhoc-1-latency").expect("the fault's window");
+    let length = w.end_s.unwrap() - w.start_s;
+    assert!((length - 2.0).abs() < 0.3, "{w:?}");
+    assert!((1.0..3.0).contains(&w.start_s), "{w:?}");
+    let actions: Vec<_> = summary.observations.iter().filter(|o| o.kind == "action").collect();
+    assert_eq!(actions.len(), 2, "{actions:?}");
+    assert!(actions[0].text.starts_with("started fault `adhoc-1-latency`: latency"), "{actions:?}");
+    assert_eq!(actions[0].author.as_deref(), Some("lee"));
+    // The attempts inside its window were slowed by it.
+    let attempts = std::fs::read_to_string(dir.path().join("attempts.ndjson")).unwrap();
+    assert!(attempts.lines().any(|l| l.contains("adhoc-1-latency")), "no attempt carried the fault");
+    let resolved = std::fs::read_to_string(dir.path().join("resolved.json")).unwrap();
+    assert!(resolved.contains("adhoc-1-latency"));
+    server.shutdown().await;
+}
+
+/// A Chrome DevTools protocol session over a WebSocket: just enough to evaluate script in a
+/// page and take screenshots.
+struct Browser {
+    child: tokio::process::Child,
+    ws: tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>,
+    next: u64,
+    _profile: tempfile::TempDir,
+}
+
+impl Browser {
+    async fn open(url: &str) -> Self {
+        let profile = tempfile::tempdir().unwrap();
+        let mut child = tokio::process::Command::new("chromium")
+            .args([
+                "--headless=new",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--no-first-run",
+                "--remote-debugging-port=0",
+                "--window-size=1400,1100",
+                &format!("--user-data-dir={}", profile.path().display()),
+                url,
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("chromium (Debian's chromium package; .ci/run installs it)");
+        let mut err = BufReader::new(child.stderr.take().unwrap()).lines();
+        let port = tokio::time::timeout(Duration::from_secs(30), async {
+            while let Ok(Some(line)) = err.next_line().await {
+                if let Some(rest) = line.split("ws://127.0.0.1:").nth(1) {
+                    return rest.split('/').next().unwrap().to_string();
+                }
+            }
+            panic!("chromium printed no DevTools address");
+        })
+        .await
+        .expect("chromium started");
+        // Keep draining its stderr so it never blocks on a full pipe.
+        tokio::spawn(async move { while let Ok(Some(_)) = err.next_line().await {} });
+        let targets: Vec<Value> = loop {
+            let t: Vec<Value> =
+                reqwest::get(format!("http://127.0.0.1:{port}/json/list")).await.unwrap().json().await.unwrap();
+            if t.iter().any(|t| t["type"] == "page") {
+                break t;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        };
+        let page = targets.iter().find(|t| t["type"] == "page").unwrap();
+        let (ws, _) = tokio_tungstenite::connect_async(page["webSocketDebuggerUrl"].as_str().unwrap()).await.unwrap();
+        Self { child, ws, next: 0, _profile: profile }
+    }
+
+    async fn call(&mut self, method: &str, params: Value) -> Value {
+        use futures::{SinkExt, StreamExt};
+        use tokio_tungstenite::tungstenite::Message;
+        self.next += 1;
+        let id = self.next;
+        let msg = serde_json::json!({ "id": id, "method": method, "params": params }).to_string();
+        self.ws.send(Message::text(msg)).await.unwrap();
+        while let Some(m) = self.ws.next().await {
+            if let Ok(Message::Text(t)) = m {
+                let v: Value = serde_json::from_str(&t).unwrap();
+                if v["id"] == id {
+                    assert!(v.get("error").is_none(), "{method}: {v}");
+                    return v["result"].clone();
+                }
+            }
+        }
+        panic!("the browser closed");
+    }
+
+    /// The value of the expression `js` in the page.
+    async fn eval(&mut self, js: &str) -> Value {
+        let r = self.call("Runtime.evaluate", serde_json::json!({ "expression": js, "returnByValue": true })).await;
+        r["result"]["value"].clone()
+    }
+
+    async fn screenshot(&mut self, path: &Path) {
+        use base64::Engine as _;
+        let r = self.call("Page.captureScreenshot", serde_json::json!({ "format": "png" })).await;
+        let png = base64::engine::general_purpose::STANDARD.decode(r["data"].as_str().unwrap()).unwrap();
+        std::fs::write(path, png).unwrap();
+    }
+}
+
+/// Where screenshots go: `CHAOS_SCREENSHOTS` when set (the README's picture is taken so),
+/// else the test's own folder.
+fn screenshot_dir(fallback: &Path) -> PathBuf {
+    std::env::var_os("CHAOS_SCREENSHOTS").map_or_else(|| fallback.to_path_buf(), PathBuf::from)
+}
+
+/// A real browser opens the page while `chaos run --serve` runs, sees the request counter go
+/// up twice, writes an observation in the box, and the observation reaches
+/// observations.ndjson and report.md; the page then shows the run's end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_browser_watches_the_counter_rise_and_its_note_lands_in_the_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("browser.toml");
+    std::fs::write(
+        &file,
+        r#"
+name = "browser"
+[[upstream]]
+name = "primary"
+latency = { ttft = { dist = "fixed", value = "50ms" }, output_tokens = { dist = "fixed", value = 1 } }
+capacity = { slots = 4, queue = 100 }
+[[fault]]
+name = "slow-provider"
+kind = "latency"
+multiplier = 4.0
+start = "4s"
+duration = "5s"
+[load]
+timeout = "5s"
+[[load.phase]]
+name = "baseline"
+rate = 20.0
+duration = "4s"
+[[load.phase]]
+name = "fault"
+rate = 20.0
+duration = "5s"
+[[load.phase]]
+name = "recovery"
+rate = 20.0
+duration = "4s"
+"#,
+    )
+    .unwrap();
+    let out = dir.path().join("run");
+    let mut chaos = tokio::process::Command::new(env!("CARGO_BIN_EXE_chaos"))
+        .args(["run", file.to_str().unwrap(), "--out", out.to_str().unwrap(), "--progress", "off"])
+        .args(["--serve", "127.0.0.1:0", "--serve-linger", "20s", "--facilitator-token", "f"])
+        .stderr(Stdio::piped())
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(chaos.stderr.take().unwrap()).lines();
+    let url = loop {
+        let line = err.next_line().await.unwrap().expect("chaos printed the page's address");
+        if let Some(u) = line.strip_prefix("live page: ") {
+            break u.trim().to_string();
+        }
+    };
+    let log = tokio::spawn(async move {
+        let mut all = Vec::new();
+        while let Ok(Some(l)) = err.next_line().await {
+            all.push(l);
+        }
+        all
+    });
+    let mut browser = Browser::open(&format!("{url}?admin=f")).await;
+    // The counter on the page rises at least twice.
+    let mut seen: Vec<u64> = Vec::new();
+    for _ in 0..200 {
+        let v = browser.eval("Number(document.getElementById('requests').textContent)").await;
+        if let Some(n) = v.as_u64()
+            && seen.last().is_none_or(|l| n > *l)
+        {
+            seen.push(n);
+        }
+        if seen.len() >= 3 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    assert!(seen.len() >= 3, "the counter did not rise twice: {seen:?}");
+    // An observation from the box.
+    let typed = browser
+        .eval(
+            "document.getElementById('note-text').value = 'pager fired for gateway p99';\
+             document.getElementById('note-author').value = 'room';\
+             document.getElementById('note-add').click(); true",
+        )
+        .await;
+    assert_eq!(typed, Value::Bool(true));
+    let mut listed = false;
+    for _ in 0..40 {
+        listed = browser.eval("document.getElementById('observations').textContent.includes('pager fired')").await
+            == Value::Bool(true);
+        if listed {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    assert!(listed, "the page does not list its own note");
+    // The facilitator's panel is there for the admin link.
+    assert_eq!(browser.eval("document.getElementById('facilitator').style.display").await, "block");
+    let shots = screenshot_dir(dir.path());
+    browser.screenshot(&shots.join("live-page.png")).await;
+    // The run ends; the page says so with the verdicts and the report's links.
+    let mut ended = false;
+    for _ in 0..120 {
+        ended = browser.eval("getComputedStyle(document.getElementById('end')).display !== 'none'").await
+            == Value::Bool(true);
+        if ended {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    assert!(ended, "the page never showed the end");
+    let links = browser.eval("document.getElementById('end-body').innerHTML").await;
+    assert!(links.as_str().unwrap().contains("/files/report.html"), "{links}");
+    browser.screenshot(&shots.join("live-page-end.png")).await;
+    let report = reqwest::get(format!("{url}files/report.html")).await.unwrap();
+    assert_eq!(report.status(), 200);
+    let _ = browser.child.kill().await;
+    // Ctrl-C ends the linger at once.
+    let pid = chaos.id().unwrap();
+    std::process::Command::new("kill").args(["-INT", &pid.to_string()]).status().unwrap();
+    let status = tokio::time::timeout(Duration::from_secs(30), chaos.wait()).await.expect("chaos exits").unwrap();
+    let log = log.await.unwrap().join("\n");
+    assert!(status.success(), "{status}: {log}");
+
+    let lines = std::fs::read_to_string(out.join("observations.ndjson")).unwrap();
+    let notes: Vec<BTreeMap<String, Value>> = lines.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(notes.len(), 1, "{lines}");
+    assert_eq!(notes[0]["text"], "pager fired for gateway p99");
+    assert_eq!(notes[0]["author"], "room");
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(md.contains("| **1** observation (room): pager fired for gateway p99 |"), "{md}");
+}
