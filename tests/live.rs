@@ -147,16 +147,27 @@ async fn the_page_shows_n_plus_1_under_a_storm_and_metrics_agree_with_the_run_fo
     assert!(String::from_utf8_lossy(&note.stdout).starts_with("noted at "), "{note:?}");
 
     let state: Value = serde_json::from_str(&server.live().state_json()).unwrap();
-    let gauges = state["gauges"].as_array().unwrap();
-    let a = |t: u64| gauges.iter().find(|g| g["t_s"] == t).and_then(|g| g["amplification"].as_f64());
+    let windows_seen = state["windows"].as_array().unwrap();
+    let a = |t: u64| windows_seen.iter().find(|w| w["t_s"] == t).and_then(|w| w["amplification"].as_f64());
+    // By completion second, joined by request id: exactly 3 attempts for every request that
+    // completed inside the storm, 1 outside it.
     for t in [4, 5] {
-        let v = a(t).unwrap_or_else(|| panic!("no A at {t} s: {gauges:?}"));
-        assert!((v - 3.0).abs() <= 0.1, "second {t}, inside the storm: A {v}");
+        let v = a(t).unwrap_or_else(|| panic!("no A at {t} s: {windows_seen:?}"));
+        assert_eq!(v, 3.0, "second {t}, inside the storm");
     }
-    for t in [0, 1, 8] {
-        let v = a(t).unwrap_or_else(|| panic!("no A at {t} s: {gauges:?}"));
-        assert!((v - 1.0).abs() <= 0.05, "second {t}, outside the storm: A {v}");
+    for t in [0, 1, 9] {
+        let v = a(t).unwrap_or_else(|| panic!("no A at {t} s: {windows_seen:?}"));
+        assert_eq!(v, 1.0, "second {t}, outside the storm");
     }
+    // The provider's load against the offered load, each second, agrees (no queue here).
+    let gauges = state["gauges"].as_array().unwrap();
+    let ratio = |t: u64| gauges.iter().find(|g| g["t_s"] == t).and_then(|g| g["load_ratio"].as_f64());
+    for (t, want) in [(4, 3.0), (5, 3.0), (1, 1.0)] {
+        let v = ratio(t).unwrap_or_else(|| panic!("no load ratio at {t} s: {gauges:?}"));
+        assert!((v - want).abs() <= 0.15, "second {t}: load ratio {v}, expected about {want}");
+    }
+    let metrics_a = reqwest::get(format!("{url}metrics")).await.unwrap().text().await.unwrap();
+    assert_eq!(sample_sum(&metrics_a, "chaos_retry_amplification"), a(9).unwrap(), "the last window's A");
     // The page saw the fault, at full strength, while it was on.
     assert!(gauges.iter().any(|g| g["faults"][0]["name"] == "storm" && g["faults"][0]["strength"] == 1.0));
 

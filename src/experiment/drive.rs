@@ -138,7 +138,12 @@ pub(super) async fn start_and_drive(
         started.pool.add_faults_at(faults, t0_us).map_err(|e| RunError::Faults(e.to_string()))?;
     }
     if let Some(live) = &plan.options.live {
-        live.load_started(t0_us, shared_mock.is_none().then(|| started.pool.admin_uri()).flatten());
+        let own = shared_mock.is_none();
+        live.load_started(
+            t0_us,
+            own.then(|| started.pool.admin_uri()).flatten(),
+            own.then(|| started.pool.tap_attempts()),
+        );
     }
     let outputs = live::Outputs::open(plan.folder, plan.options.token_gaps, plan.options.worker.is_some())
         .map_err(io(plan.folder.dir()))?;

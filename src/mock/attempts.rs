@@ -39,6 +39,8 @@ pub struct AttemptLog {
 struct Inner {
     ring: VecDeque<Arc<Attempt>>,
     sink: Option<Sender<Arc<Attempt>>>,
+    /// Live readers (the live page): every record from when they tapped, until they hang up.
+    taps: Vec<Sender<Arc<Attempt>>>,
 }
 
 /// Default number of records kept in memory. Small enough that the ring stays cache-resident
@@ -63,7 +65,7 @@ impl AttemptLog {
             None => (None, None),
         };
         Ok(Self {
-            inner: Mutex::new(Inner { ring: VecDeque::with_capacity(ring_capacity.min(4096)), sink }),
+            inner: Mutex::new(Inner { ring: VecDeque::with_capacity(ring_capacity.min(4096)), sink, taps: Vec::new() }),
             ring_capacity,
             recorded: AtomicU64::new(0),
             writer: Mutex::new(writer),
@@ -90,12 +92,22 @@ impl AttemptLog {
         if let Some(tx) = &inner.sink {
             let _ = tx.send(attempt.clone());
         }
+        if !inner.taps.is_empty() {
+            inner.taps.retain(|t| t.send(attempt.clone()).is_ok());
+        }
         if self.ring_capacity > 0 {
             if inner.ring.len() == self.ring_capacity {
                 inner.ring.pop_front();
             }
             inner.ring.push_back(attempt);
         }
+    }
+
+    /// Every record from now on, as it is recorded (unbounded: the reader drains it often).
+    pub fn tap(&self) -> mpsc::Receiver<Arc<Attempt>> {
+        let (tx, rx) = mpsc::channel();
+        self.inner.lock().unwrap_or_else(|e| e.into_inner()).taps.push(tx);
+        rx
     }
 
     /// Records appended since start (including those the ring has let go).

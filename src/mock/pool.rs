@@ -77,6 +77,12 @@ impl MockPool {
         self.shared.timeline.add(faults, origin_us)
     }
 
+    /// Every attempt record from now on, every upstream, as it is recorded (the live page
+    /// joins them to the client's requests). Drain it often: it is unbounded.
+    pub fn tap_attempts(&self) -> std::sync::mpsc::Receiver<Arc<Attempt>> {
+        self.shared.attempts.tap()
+    }
+
     /// Attempts recorded so far, every upstream (not bounded by the in-memory ring).
     pub fn attempts_recorded(&self) -> u64 {
         self.shared.attempts.recorded()

@@ -6,6 +6,7 @@
 //! state first. Nothing here measures: windows come from the recorder, counts from the
 //! generator's and the mocks' own counters.
 
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -23,8 +24,15 @@ use crate::record::{Observation, ObservationKind, Sample, WindowSummary};
 use crate::run_folder::{NdjsonAppender, RunFile, RunFolder};
 use crate::scenario::{NamedFault, Stage};
 
-/// A(w) is shown for seconds with at least this many requests sent (as the report's).
-const MIN_SENT: u64 = crate::analysis::retry::MIN_WINDOW_REQUESTS;
+/// A(w) is shown for seconds with at least this many requests (as the report's).
+const MIN_REQUESTS: u64 = crate::analysis::retry::MIN_WINDOW_REQUESTS;
+
+/// Attempts not joined to a completed request after this long are let go, µs (a request
+/// that never completed, an attempt whose id no request has).
+const JOIN_HORIZON_US: u64 = 300_000_000;
+
+/// The mock's attempt records as the live page reads them.
+type AttemptTap = std::sync::mpsc::Receiver<Arc<crate::mock::Attempt>>;
 
 /// The longest observation kept, characters.
 pub const MAX_NOTE_CHARS: usize = 2000;
@@ -82,6 +90,19 @@ pub struct FaultView {
     pub adhoc: bool,
 }
 
+/// One closed 1 s window as the page shows it: the recorder's window, and the retry
+/// amplification of the requests that completed in it.
+#[derive(Clone, Debug, Serialize)]
+pub struct LiveWindow {
+    /// The recorder's window (as in `windows.ndjson`).
+    #[serde(flatten)]
+    pub window: WindowSummary,
+    /// Upstream attempts made for the requests completed in the window, per request (joined
+    /// by request id, as the report's attempts per request); `None` with fewer than 5
+    /// requests or when attempts carry no request id.
+    pub amplification: Option<f64>,
+}
+
 /// What one second looked like at the generator and the mocks.
 #[derive(Clone, Debug, Serialize)]
 pub struct GaugePoint {
@@ -91,8 +112,9 @@ pub struct GaugePoint {
     pub sent: u64,
     /// Upstream attempts that arrived in it (every mock upstream).
     pub attempts: u64,
-    /// attempts ÷ sent, when at least 5 requests were sent.
-    pub amplification: Option<f64>,
+    /// attempts ÷ sent, when at least 5 requests were sent: the provider's load against the
+    /// offered load (a SUT's queue draining raises it as much as its retries do).
+    pub load_ratio: Option<f64>,
     /// Client requests on the wire at its end.
     pub in_flight: u64,
     /// Per upstream at its end.
@@ -161,7 +183,7 @@ pub struct EndView {
 #[derive(Debug, Default, Serialize)]
 struct Snapshot<'a> {
     run: Option<&'a RunView>,
-    windows: &'a [WindowSummary],
+    windows: &'a [LiveWindow],
     gauges: &'a [GaugePoint],
     observations: &'a [ObservationView],
     end: Option<&'a EndView>,
@@ -189,7 +211,7 @@ struct Adhoc {
 #[derive(Debug, Default)]
 struct State {
     run: Option<RunView>,
-    windows: Vec<WindowSummary>,
+    windows: Vec<LiveWindow>,
     gauges: Vec<GaugePoint>,
     observations: Vec<ObservationView>,
     end: Option<EndView>,
@@ -208,6 +230,16 @@ struct State {
     attempts_mark: u64,
     sent_in: u64,
     attempts_in: u64,
+    /// The mocks' attempt records, joined to the requests by id as windows close.
+    tap: Option<AttemptTap>,
+    /// Per request id: attempts recorded, and when the first arrived (µs).
+    attempts_of: HashMap<u64, (u32, u64)>,
+    /// Per window not yet closed: the ids of the requests that completed in it.
+    completed_in: BTreeMap<u64, Vec<u64>>,
+    /// The first window not yet closed (a late sample counts there, as in the recorder).
+    first_open: u64,
+    /// Some attempt has joined some request (the SUT passes the request id on).
+    joined: bool,
 }
 
 /// The live state shared by the listener and the run.
@@ -320,11 +352,13 @@ impl Live {
     }
 
     /// The load starts at `t0_us`; faults can be started through the mocks' control API at
-    /// `mock_admin` (none: the run uses a shared mock).
-    pub fn load_started(&self, t0_us: u64, mock_admin: Option<String>) {
+    /// `mock_admin` (none: the run uses a shared mock); `tap` brings the mocks' attempt
+    /// records (none: they are elsewhere).
+    pub fn load_started(&self, t0_us: u64, mock_admin: Option<String>, tap: Option<AttemptTap>) {
         let mut s = self.lock();
         s.t0_us = Some(t0_us);
         s.mock_admin = mock_admin;
+        s.tap = tap;
         let controls = s.mock_admin.is_some();
         if let Some(r) = &mut s.run {
             r.started = true;
@@ -353,20 +387,59 @@ impl Live {
         self.send(bytes);
     }
 
-    /// One completed client request (for `/metrics`; the page reads the windows).
-    pub fn sample(&self, s: &Sample) {
-        self.metrics.sample(s);
+    /// One completed client request: counted for `/metrics`, and noted in its window (by
+    /// completion time, as the recorder files it) for the window's amplification.
+    pub fn sample(&self, sample: &Sample) {
+        self.metrics.sample(sample);
+        let mut s = self.lock();
+        let Some(t0) = s.t0_us else { return };
+        let w = (sample.done_us.saturating_sub(t0) / 1_000_000).max(s.first_open);
+        s.completed_in.entry(w).or_default().push(sample.id);
     }
 
-    /// Windows the recorder just closed.
+    /// Windows the recorder just closed: each with the attempts its requests made (every
+    /// attempt of a request has been recorded by then: the SUT answered after its last one,
+    /// and the window closes two seconds after its end).
     pub fn windows(&self, closed: &[WindowSummary]) {
         if closed.is_empty() {
             return;
         }
         let mut s = self.lock();
-        s.windows.extend(closed.iter().cloned());
-        drop(s);
+        let arrived: Vec<Arc<crate::mock::Attempt>> =
+            s.tap.as_ref().map(|t| t.try_iter().collect()).unwrap_or_default();
+        for a in arrived {
+            if let Some(id) = a.id() {
+                let e = s.attempts_of.entry(id).or_insert((0, a.t_us));
+                e.0 += 1;
+            }
+        }
+        let mut out = Vec::with_capacity(closed.len());
         for w in closed {
+            let ids = s.completed_in.remove(&w.t_s).unwrap_or_default();
+            let (mut attempts, mut matched) = (0u64, 0u64);
+            for id in &ids {
+                if let Some((n, _)) = s.attempts_of.remove(id) {
+                    attempts += u64::from(n);
+                    matched += 1;
+                }
+            }
+            s.joined |= matched > 0;
+            let amplification =
+                (s.joined && ids.len() as u64 >= MIN_REQUESTS).then(|| attempts as f64 / ids.len() as f64);
+            s.first_open = s.first_open.max(w.t_s + 1);
+            out.push(LiveWindow { window: w.clone(), amplification });
+        }
+        // Attempts no completed request claimed within the horizon are let go.
+        if let Some(t0) = s.t0_us {
+            let horizon = (t0 + s.first_open * 1_000_000).saturating_sub(JOIN_HORIZON_US);
+            s.attempts_of.retain(|_, (_, first)| *first >= horizon);
+        }
+        if let Some(a) = out.iter().rev().find_map(|w| w.amplification) {
+            self.metrics.amplification(a);
+        }
+        s.windows.extend(out.iter().cloned());
+        drop(s);
+        for w in &out {
             self.send(frame("window", w));
         }
     }
@@ -412,7 +485,7 @@ impl Live {
             t_s: current,
             sent: s.sent_in,
             attempts: s.attempts_in,
-            amplification: (s.sent_in >= MIN_SENT).then(|| s.attempts_in as f64 / s.sent_in as f64),
+            load_ratio: (s.sent_in >= MIN_REQUESTS).then(|| s.attempts_in as f64 / s.sent_in as f64),
             in_flight: counters.in_flight(),
             upstreams: pool
                 .upstreams()
@@ -433,7 +506,6 @@ impl Live {
         self.metrics.gauges(&Gauges {
             sent,
             attempts: &per_upstream,
-            amplification: point.amplification,
             in_flight: point.in_flight,
             upstreams: &upstreams,
             stages: &stages,
@@ -466,7 +538,6 @@ impl Live {
         self.metrics.gauges(&Gauges {
             sent: counters.sent(),
             attempts: &per_upstream,
-            amplification: None,
             in_flight: counters.in_flight(),
             upstreams: &upstreams,
             stages: &stages,

@@ -141,7 +141,7 @@ impl Default for RunMetrics {
         let amplification = Gauge::<f64, AtomicU64>::default();
         registry.register(
             "chaos_retry_amplification",
-            "Upstream attempts per client request sent, over the last whole second",
+            "Upstream attempts per client request, over the requests completed in the last closed 1 s window",
             amplification.clone(),
         );
         let in_flight = Gauge::default();
@@ -203,8 +203,6 @@ pub struct Gauges<'a> {
     pub sent: u64,
     /// Upstream attempts so far, per upstream.
     pub attempts: &'a [(String, u64)],
-    /// A over the last whole second, when it had requests.
-    pub amplification: Option<f64>,
     /// Client requests on the wire.
     pub in_flight: u64,
     /// (upstream, in flight, queued).
@@ -289,7 +287,6 @@ impl RunMetrics {
             }
         }
         drop(h);
-        self.amplification.set(g.amplification.unwrap_or(f64::NAN));
         self.in_flight.set(i64::try_from(g.in_flight).unwrap_or(i64::MAX));
         for (name, active, queued) in g.upstreams {
             let label = UpstreamLabel { upstream: name.clone() };
@@ -306,6 +303,11 @@ impl RunMetrics {
         if let Some(t) = g.elapsed_s {
             self.elapsed.set(t);
         }
+    }
+
+    /// The retry amplification of the last closed window.
+    pub fn amplification(&self, a: f64) {
+        self.amplification.set(a);
     }
 
     /// An observation (`note`) or facilitator action (`action`).

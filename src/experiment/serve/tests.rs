@@ -43,7 +43,7 @@ fn an_observation_is_stamped_on_the_run_clock_from_the_load_start_and_written() 
     live.begin_run(view(), dir.path(), clock, &["baseline".into()]);
     // The load "started" 2 s ago on the run clock.
     let t0 = clock.now_us() - 2_000_000;
-    live.load_started(t0, None);
+    live.load_started(t0, None, None);
     let v = live.observe(ObservationKind::Note, "  pager fired for gateway p99 ", Some("sam")).unwrap();
     assert!((v.t_s - 2.0).abs() < 0.5, "{v:?}");
     assert_eq!((v.text.as_str(), v.author.as_deref(), v.kind), ("pager fired for gateway p99", Some("sam"), "note"));
@@ -66,7 +66,7 @@ fn a_stopped_adhoc_fault_keeps_the_window_it_ran() {
     let live = Live::default();
     let clock = Clock::start();
     live.begin_run(view(), dir.path(), clock, &[]);
-    live.load_started(0, Some("http://127.0.0.1:1".into()));
+    live.load_started(0, Some("http://127.0.0.1:1".into()), None);
     let fault = crate::faults::Fault::status(429).lasting(Duration::from_secs(30)).after(Duration::from_secs(5));
     live.adhoc_started(NamedFault { name: "adhoc-1-status".into(), fault, group: None }, 5_000_000);
     // Stopped 3 s after it started: it ran 5–8 s, not its planned 30 s.
