@@ -11,8 +11,9 @@
 #           every second
 #
 # For each: the schedule lag p99 (sent − intended: how late the generator sent), the latency
-# p99 it measured, the send rate achieved, and the harness's CPU per request. Medians of the
-# rounds. Loopback only; every run is bounded (RUN_SECONDS). Knobs: RATE (1000), RUN_SECONDS (30),
+# p99 it measured, the send rate achieved, and the harness's CPU per request while the load
+# runs (from 3 s in to 1 s before its end; the process holds the mock and the generator).
+# Medians of the rounds. Loopback only; every run is bounded (RUN_SECONDS). Knobs: RATE (1000), RUN_SECONDS (30),
 # ROUNDS (3), PAGES (20).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -65,14 +66,10 @@ one() {
     url="http://127.0.0.1:$port"
     args=(--serve "127.0.0.1:$port" --serve-linger 0s)
   fi
-  # Through python, for the run's CPU time (user + system) once it has exited.
-  python3 -c 'import resource, subprocess, sys
-subprocess.run(sys.argv[2:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
-r = resource.getrusage(resource.RUSAGE_CHILDREN)
-open(sys.argv[1], "w").write(str(r.ru_utime + r.ru_stime))' "$WORK/cpu" \
-    "$CHAOS" run "$WORK/live.toml" --out "$dir" --progress off "${args[@]}" &
+  "$CHAOS" run "$WORK/live.toml" --out "$dir" --progress off "${args[@]}" > /dev/null 2>&1 &
   local pid=$!
   PIDS+=("$pid")
+  local start=$EPOCHREALTIME
   if [ "$mode" = 20 ]; then
     for _ in $(seq 100); do curl -fs "$url/api/state" >/dev/null 2>&1 && break; sleep 0.05; done
     for _ in $(seq "$PAGES"); do
@@ -84,6 +81,14 @@ open(sys.argv[1], "w").write(str(r.ru_utime + r.ru_stime))' "$WORK/cpu" \
     ( while kill -0 "$pid" 2>/dev/null; do curl -s --max-time 2 "$url/metrics" > /dev/null 2>&1 || true; sleep 1; done ) &
     clients+=($!)
   fi
+  # CPU ticks (user + system) of the run between 3 s in and 1 s before the load ends.
+  sleep "$(awk -v s="$start" -v n="$EPOCHREALTIME" 'BEGIN{d=3-(n-s); print (d>0?d:0)}')"
+  local t0 t1
+  t0=$(awk '{print $14 + $15}' "/proc/$pid/stat")
+  sleep $((SECONDS_RUN - 4))
+  t1=$(awk '{print $14 + $15}' "/proc/$pid/stat")
+  awk -v t=$((t1 - t0)) -v hz="$(getconf CLK_TCK)" -v n=$((RATE * (SECONDS_RUN - 4))) \
+    'BEGIN{printf "%.1f", t*1e6/hz/n}' > "$WORK/cpu"
   wait "$pid"
   for c in "${clients[@]:-}"; do [ -n "$c" ] && kill "$c" 2>/dev/null || true; done
   wait 2>/dev/null || true
@@ -92,8 +97,7 @@ import json, sys
 s = json.load(open(sys.argv[1] + "/summary.json"))
 st = s["stages"][0]
 n = s["totals"]["requests"]
-print(st["schedule"]["lag_p99_ms"], st["latency_ms"]["p99"], st["schedule"]["achieved_send_rps"], n,
-      "%.1f" % (float(sys.argv[2]) * 1e6 / n))
+print(st["schedule"]["lag_p99_ms"], st["latency_ms"]["p99"], st["schedule"]["achieved_send_rps"], n, sys.argv[2])
 PY
   rm -rf "$dir"
 }

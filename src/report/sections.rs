@@ -243,12 +243,19 @@ fn timeline(d: &mut Doc, s: &Summary) {
         );
     }
     d.push(Block::Para(intro));
-    d.push(Block::Table(
-        vec!["s".into(), "wall clock (UTC)".into(), "what".into()],
-        rows.into_iter()
-            .map(|(t, _, wall, what)| vec![if t < 0.0 { "before load".into() } else { ms(t) }, wall, what])
-            .collect(),
-    ));
+    let at = |t: f64| if t < 0.0 { "before load".into() } else { ms(t) };
+    // The wall clock is known for what people wrote; without notes the column would be empty.
+    if s.observations.is_empty() {
+        d.push(Block::Table(
+            vec!["s".into(), "what".into()],
+            rows.into_iter().map(|(t, _, _, what)| vec![at(t), what]).collect(),
+        ));
+    } else {
+        d.push(Block::Table(
+            vec!["s".into(), "wall clock (UTC)".into(), "what".into()],
+            rows.into_iter().map(|(t, _, wall, what)| vec![at(t), wall, what]).collect(),
+        ));
+    }
 }
 
 /// Phases and sweep steps, with the latency and outcome charts.
@@ -954,5 +961,49 @@ mod tests {
         assert!(md.contains("**Uncalibrated**") && md.contains("A (attempts per request) off"), "{md}");
         assert!(md.contains("| A (attempts per request) | 1 | 2 | ±10 % | **miss** |"), "{md}");
         assert!(!md.contains("**Calibrated**"));
+    }
+
+    #[test]
+    fn the_timeline_puts_the_room_s_notes_between_the_faults_in_time_order() {
+        use crate::analysis::recovery::FaultWindow;
+        use crate::analysis::summary::ObservationNote;
+        let note = |t_s: f64, kind: &str, text: &str| ObservationNote {
+            t_s,
+            at: format!("2026-12-01T14:03:{:02}.000Z", t_s as u64),
+            kind: kind.into(),
+            text: text.into(),
+            author: Some("sam".into()),
+        };
+        let s = Summary {
+            faults: vec![FaultWindow {
+                name: "slow".into(),
+                kind: "latency".into(),
+                start_s: 10.0,
+                end_s: Some(40.0),
+                upstream: None,
+                multiplier: Some(6.0),
+                group: None,
+            }],
+            observations: vec![
+                note(-1.0, "note", "dashboards up"),
+                note(12.5, "note", "pager fired | gateway p99"),
+                note(20.0, "action", "started fault `adhoc-1-status`: status: code 429"),
+            ],
+            ..Summary::empty(crate::analysis::summary::RunIdentity::for_tests())
+        };
+        let md = document(&s, None, &[]).markdown();
+        let rows = [
+            "| before load | 14:03:00 | **1** observation (sam): dashboards up |",
+            "| 10.0 |  | fault `slow` (latency ×6) starts |",
+            "| 12.5 | 14:03:12 | **2** observation (sam): pager fired \\| gateway p99 |",
+            "| 20.0 | 14:03:20 | **3** facilitator (sam): started fault `adhoc-1-status`: status: code 429 |",
+            "| 40.0 |  | fault `slow` (latency ×6) ends |",
+        ];
+        let at: Vec<usize> =
+            rows.iter().map(|r| md.find(r).unwrap_or_else(|| panic!("{r} missing from\n{md}"))).collect();
+        assert!(at.windows(2).all(|w| w[0] < w[1]), "out of order:\n{md}");
+        // A run with no fault and no note has no timeline.
+        let quiet = Summary::empty(crate::analysis::summary::RunIdentity::for_tests());
+        assert!(!document(&quiet, None, &[]).markdown().contains("## Timeline"));
     }
 }
