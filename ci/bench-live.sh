@@ -6,7 +6,7 @@
 #
 #   off     without --serve
 #   served  with --serve and no page open
-#   20      with --serve, 20 pages on the event stream (curl -N), one page that drops its
+#   pages   with --serve, PAGES pages (20) on the event stream (curl -N), one page that drops its
 #           connection every 2 s and reconnects (a flaky browser), and a scraper on /metrics
 #           every second
 #
@@ -30,6 +30,7 @@ cleanup() {
 }
 trap cleanup EXIT
 command -v curl >/dev/null || { echo "needs curl" >&2; exit 2; }
+source ci/bench-lib.sh  # free_port, median
 
 cargo build --release --quiet --bin chaos
 CHAOS=target/release/chaos
@@ -56,9 +57,7 @@ arrival = "poisson"
 duration = "${SECONDS_RUN}s"
 EOF
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-
-# One run; $1 = mode (off, served, 20). Prints "lag_p99 latency_p99 send_rps cpu_us_per_request".
+# One run; $1 = mode (off, served, pages). Prints "lag_p99 latency_p99 send_rps cpu_us_per_request".
 one() {
   local mode=$1 dir="$WORK/run-$1-$RANDOM" port url args=() clients=()
   if [ "$mode" != off ]; then
@@ -70,7 +69,7 @@ one() {
   local pid=$!
   PIDS+=("$pid")
   local start=$EPOCHREALTIME
-  if [ "$mode" = 20 ]; then
+  if [ "$mode" = pages ]; then
     for _ in $(seq 100); do curl -fs "$url/api/state" >/dev/null 2>&1 && break; sleep 0.05; done
     for _ in $(seq "$PAGES"); do
       curl -sN --max-time $((SECONDS_RUN + 30)) "$url/events" > /dev/null 2>&1 &
@@ -105,7 +104,7 @@ PY
 echo "== live page: $RATE req/s Poisson for ${SECONDS_RUN}s, $ROUNDS rounds per mode, $PAGES pages"
 declare -A LAG LAT RPS CPU
 for r in $(seq "$ROUNDS"); do
-  for mode in off served 20; do
+  for mode in off served pages; do
     read -r lag lat rps n cpu < <(one "$mode")
     LAG[$mode]+="$lag "
     LAT[$mode]+="$lat "
@@ -114,9 +113,8 @@ for r in $(seq "$ROUNDS"); do
     echo "   round $r $mode: lag p99 $lag ms, latency p99 $lat ms, sent $rps req/s ($n requests), $cpu µs CPU/request"
   done
 done
-median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{a[NR]=$1} END{print a[int((NR+1)/2)]}'; }
-for mode in off served 20; do
+col() { echo "$1" | tr ' ' '\n' | grep -v '^$' | median; }
+for mode in off served pages; do
   printf '   median %-6s lag p99 %6.2f ms, latency p99 %7.1f ms, sent %7.1f req/s, %5.1f µs CPU/request\n' "$mode" \
-    "$(echo "${LAG[$mode]}" | median)" "$(echo "${LAT[$mode]}" | median)" "$(echo "${RPS[$mode]}" | median)" \
-    "$(echo "${CPU[$mode]}" | median)"
+    "$(col "${LAG[$mode]}")" "$(col "${LAT[$mode]}")" "$(col "${RPS[$mode]}")" "$(col "${CPU[$mode]}")"
 done
