@@ -597,3 +597,24 @@ duration = "6s"
     let md = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(md.contains("| **1** observation (room): pager fired for gateway p99 |"), "{md}");
 }
+
+/// `--serve` off loopback without a token is refused (2), a port in use is a harness failure
+/// (3); either way before anything starts: no run folder.
+#[test]
+fn serve_refuses_an_open_address_and_reports_a_busy_port_before_running() {
+    let dir = tempfile::tempdir().unwrap();
+    let busy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let busy = busy.local_addr().unwrap().to_string();
+    for (addr, code, says) in [("0.0.0.0:0", 2, "give --serve-token"), (busy.as_str(), 3, "Address already in use")] {
+        let out_dir = dir.path().join(code.to_string());
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_chaos"))
+            .args(["run", "scenarios/slow-upstream.toml", "--variant", "naive", "--serve", addr, "--out"])
+            .arg(&out_dir)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(code), "{addr}: {err}");
+        assert!(err.contains(says), "{addr}: {err}");
+        assert!(!out_dir.exists(), "{addr}: a run folder was made");
+    }
+}

@@ -22,12 +22,15 @@ fn text(out: &Output) -> String {
 
 /// 90 req/s Poisson for 3 s straight at the upstream (no SUT); a 100 % 429 storm from 1 s to
 /// 2 s, and a client that retries a 429 twice at once: every request in the storm costs 3.
+/// Answers take 200 ms at the median: the what-if's p95 must match the measured one within
+/// 10 %, and with four processes on two loaded cores the harness adds ~10 ms to every answer
+/// (at a 40 ms median that alone missed the 10 % once in CI).
 const SCENARIO: &str = r#"
 name = "sharded"
 seed = 11
 [[upstream]]
 name = "primary"
-latency = { ttft = { dist = "lognormal", p50 = "40ms", p99 = "200ms" }, inter_token = { dist = "fixed", value = "1ms" }, output_tokens = { dist = "fixed", value = 3 } }
+latency = { ttft = { dist = "lognormal", p50 = "200ms", p99 = "1s" }, inter_token = { dist = "fixed", value = "1ms" }, output_tokens = { dist = "fixed", value = 3 } }
 capacity = { slots = 256, queue = 1000 }
 [load]
 stream = true

@@ -169,7 +169,13 @@ async fn start_server(addr: std::net::SocketAddr, args: &Args) -> Result<experim
         admin_token: admin_token.clone(),
     })
     .await
-    .map_err(|e| CliError::Usage(e.to_string()))?;
+    .map_err(|e| match e {
+        // Off loopback without a token: not allowed (2). A port in use: the harness could not (3).
+        experiment::serve::ServeError::Open(_) => CliError::Usage(e.to_string()),
+        experiment::serve::ServeError::Bind { addr, source } => {
+            CliError::Io { context: format!("--serve {addr}"), source }
+        }
+    })?;
     let url = server.url();
     let token = args.serve_token.as_ref().map_or(String::new(), |t| format!("token={t}&"));
     let view = if token.is_empty() { url.clone() } else { format!("{url}?{}", token.trim_end_matches('&')) };
