@@ -355,7 +355,7 @@ fn a_killed_harness_does_not_orphan_its_gateway_child() {
 }
 
 /// Two interrupts at once (GNU `timeout` signals the process and its group): the run still
-/// stops what it started and leaves a summary and whole lines, within a second or two.
+/// stops what it started and leaves a summary and whole lines, long before the run would end.
 #[test]
 fn a_double_interrupt_still_stops_the_sut_and_leaves_a_summary() {
     let dir = tempfile::tempdir().unwrap();
@@ -374,7 +374,9 @@ fn a_double_interrupt_still_stops_the_sut_and_leaves_a_summary() {
         assert!(Command::new("kill").args(["-INT", &pid]).status().unwrap().success());
     }
     let out = child.wait_with_output().unwrap();
-    assert!(interrupted.elapsed() < Duration::from_secs(3), "exited within seconds: {:?}", interrupted.elapsed());
+    // Well before the 60 s phase would end; not a speed bound (a loaded CI machine once took
+    // 3.3 s here, against 1–2 s idle).
+    assert!(interrupted.elapsed() < Duration::from_secs(15), "exited promptly: {:?}", interrupted.elapsed());
     assert_eq!(out.status.code(), Some(3), "{:?}", text(&out));
     assert_eq!(summary(&out_dir)["status"], "aborted");
     let samples = std::fs::read_to_string(out_dir.join("samples.ndjson")).unwrap();
