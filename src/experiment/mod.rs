@@ -323,7 +323,7 @@ pub async fn run(scenario: &Scenario, options: &RunOptions, stopper: Stopper) ->
         tracing::info!("mock control API at {admin} (chaos fault --mock {admin} …)");
     }
     if let Some(live) = &options.live {
-        live.begin_run(run_view(scenario, &run_id, &folder, &pool), folder.dir(), clock, &stage_names(&load));
+        live.begin_run(run_view(scenario, &run_id, &folder, &pool), folder.dir(), clock);
         live.plan(&load.stages, &scenario.faults);
     }
     let plan = Plan {
@@ -467,10 +467,6 @@ fn run_view(scenario: &Scenario, run_id: &str, folder: &RunFolder, pool: &MockPo
         started: false,
         controls: false,
     }
-}
-
-fn stage_names(load: &crate::scenario::Load) -> Vec<String> {
-    load.stages.iter().map(|s| s.name.clone()).collect()
 }
 
 /// Why `scenario` cannot run in shards, if it cannot: it lays out stages from what it

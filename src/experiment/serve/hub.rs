@@ -19,7 +19,7 @@ use crate::analysis::Summary;
 use crate::clock::Clock;
 use crate::gate::Verdict;
 use crate::load::LiveCounters;
-use crate::mock::MockPool;
+use crate::mock::{MockPool, MockUpstream};
 use crate::record::{Observation, ObservationKind, Sample, WindowSummary};
 use crate::run_folder::{NdjsonAppender, RunFile, RunFolder};
 use crate::scenario::{NamedFault, Stage};
@@ -341,9 +341,8 @@ impl Live {
 
     /// A run starts: its plan, folder and clock. Whatever an earlier run (variant) left is
     /// replaced.
-    pub fn begin_run(&self, run: RunView, folder: &Path, clock: Clock, stage_names: &[String]) {
+    pub fn begin_run(&self, run: RunView, folder: &Path, clock: Clock) {
         self.metrics.begin(&run.scenario, &run.run_id);
-        self.metrics.stages(stage_names);
         let mut s = self.lock();
         *s = State { run: Some(run), clock: Some(clock), folder: Some(folder.to_path_buf()), ..State::default() };
         let bytes = frame("snapshot", &Snapshot { run: s.run.as_ref(), ..Snapshot::default() });
@@ -451,11 +450,8 @@ impl Live {
         let Some(t0) = s.t0_us.filter(|t0| now_us >= *t0) else { return };
         let second = (now_us - t0) / 1_000_000;
         let sent = counters.sent();
-        let per_upstream: Vec<(String, u64)> =
-            pool.upstreams().iter().map(|u| (u.name().to_string(), u.arrivals())).collect();
-        let attempts: u64 = per_upstream.iter().map(|(_, n)| n).sum();
-        let first = s.second.is_none();
-        if first {
+        let attempts: u64 = pool.upstreams().iter().map(MockUpstream::arrivals).sum();
+        if s.second.is_none() {
             (s.second, s.sent_mark, s.attempts_mark) = (Some(second), sent, attempts);
         }
         s.sent_in += sent.saturating_sub(s.sent_mark);
@@ -463,24 +459,8 @@ impl Live {
         (s.sent_mark, s.attempts_mark) = (sent, attempts);
         let Some(current) = s.second.filter(|c| second > *c) else { return };
         // The second `current` has ended: publish it.
-        let timeline = pool.faults();
-        let faults: Vec<ActiveFault> = timeline
-            .entries()
-            .iter()
-            .filter(|e| e.window.contains(now_us))
-            .map(|e| ActiveFault {
-                name: e.name.to_string(),
-                kind: e.fault.kind().into(),
-                strength: e.strength(now_us),
-            })
-            .collect();
         let t = secs(now_us, t0);
-        let stages: Vec<(String, String)> = s
-            .run
-            .as_ref()
-            .map(|r| r.stages.iter().map(|st| (st.name.clone(), st.kind.clone())).collect())
-            .unwrap_or_default();
-        let current_stage = s.run.as_ref().and_then(|r| r.stages.iter().position(|st| t >= st.start_s && t < st.end_s));
+        let stage = self.metric_gauges(s.run.as_ref(), counters, pool, Some((now_us, t)));
         let point = GaugePoint {
             t_s: current,
             sent: s.sent_in,
@@ -492,27 +472,20 @@ impl Live {
                 .iter()
                 .map(|u| UpstreamGauge { name: u.name().into(), in_flight: u.in_flight(), queued: u.queued() })
                 .collect(),
-            faults,
-            stage: current_stage.map(|i| stages[i].0.clone()),
+            faults: pool
+                .faults()
+                .entries()
+                .iter()
+                .filter(|e| e.window.contains(now_us))
+                .map(|e| ActiveFault {
+                    name: e.name.to_string(),
+                    kind: e.fault.kind().into(),
+                    strength: e.strength(now_us),
+                })
+                .collect(),
+            stage: stage.and_then(|i| s.run.as_ref().map(|r| r.stages[i].name.clone())),
         };
         (s.second, s.sent_in, s.attempts_in) = (Some(second), 0, 0);
-        let upstreams: Vec<(String, i64, u32)> =
-            point.upstreams.iter().map(|u| (u.name.clone(), u.in_flight, u.queued)).collect();
-        let all_faults: Vec<(String, String, f64)> = timeline
-            .entries()
-            .iter()
-            .map(|e| (e.name.to_string(), e.fault.kind().to_string(), e.strength(now_us)))
-            .collect();
-        self.metrics.gauges(&Gauges {
-            sent,
-            attempts: &per_upstream,
-            in_flight: point.in_flight,
-            upstreams: &upstreams,
-            stages: &stages,
-            current: current_stage,
-            faults: &all_faults,
-            elapsed_s: Some(t),
-        });
         let bytes = frame("gauge", &point);
         s.gauges.push(point);
         drop(s);
@@ -520,31 +493,46 @@ impl Live {
     }
 
     /// A segment's load has ended: the counters of `/metrics` take their final values (every
-    /// request has completed, so every attempt has arrived).
+    /// request has completed, so every attempt has arrived), no stage runs, no fault is on.
     pub fn settle(&self, counters: &LiveCounters, pool: &MockPool) {
-        let per_upstream: Vec<(String, u64)> =
-            pool.upstreams().iter().map(|u| (u.name().to_string(), u.arrivals())).collect();
         let s = self.lock();
-        let stages: Vec<(String, String)> = s
-            .run
-            .as_ref()
-            .map(|r| r.stages.iter().map(|st| (st.name.clone(), st.kind.clone())).collect())
-            .unwrap_or_default();
-        let faults: Vec<(String, String, f64)> =
-            pool.faults().entries().iter().map(|e| (e.name.to_string(), e.fault.kind().to_string(), 0.0)).collect();
-        drop(s);
-        let upstreams: Vec<(String, i64, u32)> =
-            pool.upstreams().iter().map(|u| (u.name().to_string(), u.in_flight(), u.queued())).collect();
+        self.metric_gauges(s.run.as_ref(), counters, pool, None);
+    }
+
+    /// `/metrics`' counters and gauges from the generator's and the mocks' own counters, at
+    /// `at` (µs on the run clock, seconds from the load start) while the load runs, or as it
+    /// ended (`None`). Returns the index of the stage running at `at`.
+    fn metric_gauges(
+        &self,
+        run: Option<&RunView>,
+        counters: &LiveCounters,
+        pool: &MockPool,
+        at: Option<(u64, f64)>,
+    ) -> Option<usize> {
+        let stages: Vec<(String, String)> =
+            run.map(|r| r.stages.iter().map(|st| (st.name.clone(), st.kind.clone())).collect()).unwrap_or_default();
+        let current = at.and_then(|(_, t)| run?.stages.iter().position(|st| t >= st.start_s && t < st.end_s));
+        let upstreams = pool.upstreams();
+        let attempts: Vec<(String, u64)> = upstreams.iter().map(|u| (u.name().to_string(), u.arrivals())).collect();
+        let held: Vec<(String, i64, u32)> =
+            upstreams.iter().map(|u| (u.name().to_string(), u.in_flight(), u.queued())).collect();
+        let faults: Vec<(String, String, f64)> = pool
+            .faults()
+            .entries()
+            .iter()
+            .map(|e| (e.name.to_string(), e.fault.kind().to_string(), at.map_or(0.0, |(now, _)| e.strength(now))))
+            .collect();
         self.metrics.gauges(&Gauges {
             sent: counters.sent(),
-            attempts: &per_upstream,
+            attempts: &attempts,
             in_flight: counters.in_flight(),
-            upstreams: &upstreams,
+            upstreams: &held,
             stages: &stages,
-            current: None,
+            current,
             faults: &faults,
-            elapsed_s: None,
+            elapsed_s: at.map(|(_, t)| t),
         });
+        current
     }
 
     /// Stamps `text` on the run clock, appends it to `observations.ndjson` and shows it.

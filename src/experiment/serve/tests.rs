@@ -40,7 +40,7 @@ fn an_observation_is_stamped_on_the_run_clock_from_the_load_start_and_written() 
     let live = Live::default();
     assert!(matches!(live.observe(ObservationKind::Note, "too early", None), Err(Refused::NotNow(_))));
     let clock = Clock::from_epoch(std::time::Instant::now() - Duration::from_secs(5));
-    live.begin_run(view(), dir.path(), clock, &["baseline".into()]);
+    live.begin_run(view(), dir.path(), clock);
     // The load "started" 2 s ago on the run clock.
     let t0 = clock.now_us() - 2_000_000;
     live.load_started(t0, None, None);
@@ -65,7 +65,7 @@ fn a_stopped_adhoc_fault_keeps_the_window_it_ran() {
     let dir = tempfile::tempdir().unwrap();
     let live = Live::default();
     let clock = Clock::start();
-    live.begin_run(view(), dir.path(), clock, &[]);
+    live.begin_run(view(), dir.path(), clock);
     live.load_started(0, Some("http://127.0.0.1:1".into()), None);
     let fault = crate::faults::Fault::status(429).lasting(Duration::from_secs(30)).after(Duration::from_secs(5));
     live.adhoc_started(NamedFault { name: "adhoc-1-status".into(), fault, group: None }, 5_000_000);
@@ -148,7 +148,7 @@ async fn a_page_that_connects_gets_the_whole_state_then_the_changes() {
     .await
     .unwrap();
     let live = server.live();
-    live.begin_run(view(), dir.path(), Clock::start(), &[]);
+    live.begin_run(view(), dir.path(), Clock::start());
     let w = |t| crate::record::WindowSummary {
         t_s: t,
         requests: 3,
