@@ -285,6 +285,9 @@ users = 2
     assert_eq!(s.status, RunStatus::Aborted);
     let reason = s.abort_reason.clone().unwrap();
     assert!(reason.contains("exited mid-run"), "{reason}");
+    // The SUT runs under its guard, which exits with the status of the SUT (`timeout` reports
+    // its child's SIGKILL as 137, which is how it reads).
+    assert!(reason.contains("killed by SIGKILL"), "{reason}");
     assert!(s.stages[0].requests > 0, "what was measured before is kept: {:?}", s.stages[0]);
     assert_eq!(written(dir.path()).status, RunStatus::Aborted);
 }

@@ -354,8 +354,59 @@ fn a_killed_harness_does_not_orphan_its_gateway_child() {
     assert!(left.is_empty(), "the gateway child outlived the harness: {left:?}");
 }
 
+/// `kill -9` of `chaos run` with a SUT command that is a wrapper script: the script forks a
+/// background job, a daemon that leaves the process group with `setsid`, and the server it
+/// waits on. The harness cannot stop anything once killed; the guard it started the command
+/// under dies with it and takes every one of them down, the `setsid` one included.
+#[test]
+fn a_killed_harness_leaves_nothing_of_a_forking_sut_command_running() {
+    let dir = tempfile::tempdir().unwrap();
+    let tag = dir.path().file_name().unwrap().to_string_lossy().to_string();
+    let www = dir.path().join(format!("www-{tag}"));
+    std::fs::create_dir(&www).unwrap();
+    let script = dir.path().join("start.sh");
+    // Each process carries the tag in its command line, for pgrep.
+    let nap = "python3 -c 'import time; time.sleep(3600)'";
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\n{nap} {tag}-bg &\nsetsid {nap} {tag}-daemon &\npython3 -m http.server \"$1\" --bind 127.0.0.1 --directory {}\n",
+            www.display()
+        ),
+    )
+    .unwrap();
+    let scenario = write_scenario(
+        dir.path(),
+        &format!(
+            "[sut]\ncommand = [\"sh\", \"{}\", \"{{sut.port}}\"]\nurl = \"http://127.0.0.1:{{sut.port}}\"\nready = \"/\"\n[load]\nstream = false\n[[load.phase]]\nname = \"long\"\nduration = \"60s\"\nusers = 1\n",
+            script.display()
+        ),
+    );
+    let mut run = run_until_requests_flow(&scenario, &dir.path().join("run"));
+    let running = |pattern: &str| -> Vec<String> {
+        let out = Command::new("pgrep").args(["-f", pattern]).output().unwrap();
+        String::from_utf8_lossy(&out.stdout).split_whitespace().map(str::to_string).collect()
+    };
+    for what in [format!("{tag}-bg"), format!("{tag}-daemon"), format!("www-{tag}")] {
+        assert!(!running(&what).is_empty(), "{what} never started");
+    }
+    run.kill().unwrap(); // SIGKILL: the harness runs no cleanup at all
+    run.wait().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let left = || -> Vec<String> { running(&tag) };
+    while !left().is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let survivors = left();
+    for p in &survivors {
+        let _ = Command::new("kill").args(["-9", p]).status();
+    }
+    assert!(survivors.is_empty(), "outlived the harness: {survivors:?}");
+}
+
 /// Two interrupts at once (GNU `timeout` signals the process and its group): the run still
-/// stops what it started and leaves a summary and whole lines, long before the run would end.
+/// stops what it started (a child that left the group with `setsid` too) and leaves a summary
+/// and whole lines, long before the run would end.
 #[test]
 fn a_double_interrupt_still_stops_the_sut_and_leaves_a_summary() {
     let dir = tempfile::tempdir().unwrap();
@@ -363,7 +414,7 @@ fn a_double_interrupt_still_stops_the_sut_and_leaves_a_summary() {
     let scenario = write_scenario(
         dir.path(),
         &format!(
-            "[sut]\ncommand = [\"sh\", \"-c\", \"sleep {marker} & python3 -m http.server {{sut.port}} --bind 127.0.0.1\"]\nurl = \"http://127.0.0.1:{{sut.port}}\"\nready = \"/\"\n[load]\nstream = false\n[[load.phase]]\nname = \"long\"\nduration = \"60s\"\nusers = 2\n"
+            "[sut]\ncommand = [\"sh\", \"-c\", \"sleep {marker} & setsid sleep {marker}1 & python3 -m http.server {{sut.port}} --bind 127.0.0.1\"]\nurl = \"http://127.0.0.1:{{sut.port}}\"\nready = \"/\"\n[load]\nstream = false\n[[load.phase]]\nname = \"long\"\nduration = \"60s\"\nusers = 2\n"
         ),
     );
     let out_dir = dir.path().join("run");

@@ -21,6 +21,7 @@ mod report;
 mod run;
 pub mod schema;
 mod signals;
+mod sut_guard;
 mod validate;
 mod whatif;
 
@@ -69,6 +70,9 @@ pub enum Command {
     K8s(k8s::Args),
     /// Write an observation into a running game day's log (`chaos run --serve`).
     Note(note::Args),
+    /// The supervisor `chaos run` starts a SUT command under (not for people).
+    #[command(hide = true)]
+    SutGuard(sut_guard::Args),
 }
 
 /// Exit codes, as documented in the README.
@@ -199,6 +203,10 @@ impl CliError {
 /// Entry point of the binary: parse, set up logging and the runtime, run, map to an exit code.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
+    // The guard runs its own small runtime and logs nothing: its stderr is the SUT's log.
+    if let Command::SutGuard(args) = cli.command {
+        return sut_guard::run(args);
+    }
     init_tracing();
     let runtime = match runtime(worker_threads(&cli.command)) {
         Ok(rt) => rt,
@@ -261,6 +269,9 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
         Command::Merge(args) => merge::run(&args),
         Command::K8s(args) => k8s::run(&args),
         Command::Note(args) => note::run(args).await,
+        Command::SutGuard(_) => {
+            Err(CliError::Usage("sut-guard runs only as `chaos sut-guard`, started by `chaos run`".into()))
+        }
     }
 }
 

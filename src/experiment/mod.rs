@@ -148,7 +148,10 @@ pub struct RunOptions {
     pub token_gaps: bool,
     /// The progress view.
     pub progress: ProgressMode,
-    /// The `chaos` binary (for a child gateway).
+    /// The `chaos` binary: a child gateway runs it, and every SUT command runs under its guard
+    /// (`chaos sut-guard`). The default is this process's executable when it is `chaos`, else
+    /// `chaos` on the PATH: a program embedding the library (a test binary) is never started
+    /// in its place.
     pub chaos_bin: PathBuf,
     /// Run in a non-empty `out` folder, replacing a previous run's files.
     pub force: bool,
@@ -239,7 +242,7 @@ impl Default for RunOptions {
             allow_remote: Vec::new(),
             token_gaps: false,
             progress: ProgressMode::Off,
-            chaos_bin: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("chaos")),
+            chaos_bin: default_chaos_bin(),
             force: false,
             worker: None,
             in_cluster: false,
@@ -527,6 +530,14 @@ fn ran_as(scenario: &Scenario, driven: &drive::Driven) -> Scenario {
     }
     s.faults.extend(driven.faults.iter().cloned());
     s
+}
+
+/// This executable when it is `chaos` (what `chaos run` runs), else `chaos` from the PATH.
+fn default_chaos_bin() -> PathBuf {
+    std::env::current_exe()
+        .ok()
+        .filter(|exe| exe.file_stem().is_some_and(|s| s == "chaos"))
+        .unwrap_or_else(|| PathBuf::from("chaos"))
 }
 
 fn run_folder_id(at: SystemTime) -> String {

@@ -10,10 +10,12 @@
 //! Layer 2: builds on `scenario`, `gateway` (to start the built-in one) and the ground; must
 //! not depend on `mock`, `load`, `faults` or anything above.
 
-pub use process::kill_started_now;
-use process::{Process, groups, log_tail, spawn};
+use process::{Process, log_tail, spawn};
+pub use process::{StartedChild, kill_started_now};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+
+use nix::unistd::Pid;
 
 use crate::gateway::{self, GatewayConfig, RunningGateway};
 use crate::scenario::{Placeholder, Source, Sut, SutKind, SutMode};
@@ -108,10 +110,10 @@ pub enum RunningSut {
         /// It.
         gateway: RunningGateway,
     },
-    /// A child process.
+    /// A child process (a SUT command under its guard, or the gateway child).
     Child {
-        /// It.
-        child: tokio::process::Child,
+        /// It, and its process group.
+        child: Box<StartedChild>,
         /// Its origin.
         url: String,
         /// What it is, for reports.
@@ -224,7 +226,7 @@ pub async fn start(sut: Option<&Sut>, ctx: &SutContext) -> Result<RunningSut, Su
             let what = format!("chaos gateway --policy {policy} (child)");
             let url = format!("http://127.0.0.1:{port}");
             let env = vec![(gateway::PARENT_PID_ENV.to_string(), std::process::id().to_string())];
-            spawn(Process { program, args, env, cwd: None, url, what }, sut, ctx)
+            spawn(Process { program, args, env, cwd: None, url, what, guarded: false }, sut, ctx)
         }
         SutKind::Command { command, env, cwd, url } => {
             let port = free_port()?;
@@ -239,7 +241,7 @@ pub async fn start(sut: Option<&Sut>, ctx: &SutContext) -> Result<RunningSut, Su
                 "command {}",
                 std::iter::once(program.as_str()).chain(args.iter().map(String::as_str)).collect::<Vec<_>>().join(" ")
             );
-            spawn(Process { program, args, env, cwd: Some(cwd), url, what }, sut, ctx)
+            spawn(Process { program, args, env, cwd: Some(cwd), url, what, guarded: true }, sut, ctx)
         }
         SutKind::External { url } => {
             let url = expand(url, ctx, 0)?;
@@ -296,8 +298,8 @@ impl RunningSut {
     /// Whether a started process has exited, and how.
     pub fn exited(&mut self) -> Option<String> {
         match self {
-            Self::Child { child, .. } => match child.try_wait() {
-                Ok(Some(status)) => Some(status.to_string()),
+            Self::Child { child, .. } => match child.child.try_wait() {
+                Ok(Some(status)) => Some(exit_text(status, child.group.is_some_and(|g| g.guarded))),
                 Ok(None) => None,
                 Err(e) => Some(e.to_string()),
             },
@@ -359,23 +361,39 @@ impl RunningSut {
                 // The child leads its own process group (see `spawn`): signal the group, so a
                 // wrapper (`sh -c …`, `bash start.sh`) takes its children down with it, as
                 // systemd's control-group kill does. SIGTERM, the grace for the whole group,
-                // then SIGKILL for whatever is left.
-                let group = child.id().and_then(|p| i32::try_from(p).ok()).map(nix::unistd::Pid::from_raw);
-                if let Some(g) = group {
-                    groups().retain(|x| *x != g.as_raw());
-                }
+                // then SIGKILL for whatever is left. A guard also stops what left the group, and
+                // kills what is left itself when its grace (the same) is over: it gets a
+                // little longer before the group is killed from here.
+                let group = child.group.map(|g| Pid::from_raw(g.group));
+                let margin = if child.group.is_some_and(|g| g.guarded) { GUARD_MARGIN } else { Duration::ZERO };
+                child.stopped();
                 let signal = |s| group.map(|g| nix::sys::signal::killpg(g, s));
                 let _ = signal(Some(nix::sys::signal::Signal::SIGTERM));
-                let deadline = tokio::time::Instant::now() + stop_timeout;
-                let _ = tokio::time::timeout_at(deadline, child.wait()).await;
+                let deadline = tokio::time::Instant::now() + stop_timeout + margin;
+                let _ = tokio::time::timeout_at(deadline, child.child.wait()).await;
                 while signal(None).is_some_and(|r| r.is_ok()) && tokio::time::Instant::now() < deadline {
                     tokio::time::sleep(Duration::from_millis(50)).await;
                 }
                 let _ = signal(Some(nix::sys::signal::Signal::SIGKILL));
-                let _ = child.kill().await;
+                let _ = child.child.kill().await;
             }
             Self::Direct { .. } | Self::External { .. } => {}
         }
+    }
+}
+
+/// How much longer than the stop timeout a guard gets before its group is killed from here.
+const GUARD_MARGIN: Duration = Duration::from_secs(2);
+
+/// How a started process ended, in words. A guard exits 128 + N when the SUT died of signal N
+/// (as shells report it).
+fn exit_text(status: std::process::ExitStatus, guarded: bool) -> String {
+    match status.code() {
+        Some(code) if guarded && code > 128 => match nix::sys::signal::Signal::try_from(code - 128) {
+            Ok(sig) => format!("killed by {sig}"),
+            Err(_) => status.to_string(),
+        },
+        _ => status.to_string(),
     }
 }
 
@@ -384,6 +402,7 @@ pub fn probe_client() -> reqwest::Client {
     reqwest::Client::builder().no_proxy().timeout(Duration::from_secs(2)).build().unwrap_or_default()
 }
 
+pub mod guard;
 mod process;
 #[cfg(test)]
 mod tests;
