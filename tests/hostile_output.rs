@@ -112,7 +112,7 @@ fn assert_html_elements(html: &str) {
 }
 
 fn html_escaped(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;").replace('\'', "&#39;")
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
 }
 
 /// junit.xml parses, and its suite and case names are the sanitised names.
@@ -395,19 +395,16 @@ fn chaos_run_prints_hostile_names_without_escape_bytes() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("hostile.toml");
     std::fs::write(&file, hostile_scenario()).unwrap();
-    let out = chaos()
-        .arg("run")
-        .arg(&file)
-        .arg("--out")
-        .arg(dir.path().join("run"))
-        .args(["--progress", "lines"])
-        .output()
-        .unwrap();
+    // The run folder's path is printed too, and a folder can be named anything.
+    let run_dir = dir.path().join("run-\u{1b}]0;pwned\u{7}-\u{202e}");
+    let out = chaos().arg("run").arg(&file).arg("--out").arg(&run_dir).args(["--progress", "lines"]).output().unwrap();
     assert_eq!(out.status.code(), Some(1), "the p95 check fails: {}", output(&out));
     assert_terminal_safe("chaos run stdout", &out.stdout);
     assert_terminal_safe("chaos run stderr", &out.stderr);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains(PHASES[0]) && stdout.contains("p95 <b>`|`</b> [l](javascript:x) _u_"), "{stdout}");
+    assert!(stdout.contains("run-␛]0;pwned␇-\\u202E"), "{stdout}");
+    check_folder(&run_dir);
 }
 
 #[test]

@@ -141,9 +141,10 @@ const STYLE: &str = "body{font-family:system-ui,sans-serif;max-width:1000px;marg
 table{border-collapse:collapse;margin:1em 0}th,td{border:1px solid #ccc;padding:4px 8px;text-align:left}\
 th{background:#f3f3f3}figure{margin:1em 0}svg{max-width:100%;height:auto}code{background:#f3f3f3;padding:0 3px}";
 
-/// Escapes text for HTML (element content and double- or single-quoted attributes).
+/// Escapes text for HTML element content and double-quoted attributes (every attribute the
+/// reports write is double-quoted).
 pub fn escape(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;").replace('\'', "&#39;")
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
 }
 
 /// Mini-language text as one line of CommonMark (see [`Doc::markdown`]); `in_table` also
@@ -182,14 +183,22 @@ fn md_inline(s: &str, in_table: bool) -> String {
     out
 }
 
-/// Literal text as CommonMark: the characters that open inline forms backslash-escaped, the
-/// three that open HTML as entities, hidden characters made visible.
+/// Literal text as CommonMark: hidden characters made visible, and every character that
+/// could open an inline form escaped — always `\\`, `` ` ``, `*`, `[`, `]`, `|`, `~`, `$` and
+/// `#`; `_` unless it sits between letters or digits (intraword, it can neither open nor close
+/// emphasis); `<` as `&lt;` unless a space follows (only then can it open no tag, comment or
+/// autolink); `&` as `&amp;` where it could start an entity. `>` means something only at a
+/// line's start (see [`md_line`]).
 fn md_text(t: &str, out: &mut String) {
-    for c in markup::visible(t).chars() {
+    let t = markup::visible(t);
+    let chars: Vec<char> = t.chars().collect();
+    for (i, &c) in chars.iter().enumerate() {
+        let (before, after) = (i.checked_sub(1).map(|j| chars[j]), chars.get(i + 1).copied());
+        let word = |c: Option<char>| c.is_some_and(char::is_alphanumeric);
         match c {
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '&' => out.push_str("&amp;"),
+            '<' if !after.is_some_and(char::is_whitespace) => out.push_str("&lt;"),
+            '&' if after.is_some_and(|a| a.is_ascii_alphanumeric() || a == '#') => out.push_str("&amp;"),
+            '_' if word(before) && word(after) => out.push('_'),
             '\\' | '`' | '*' | '_' | '[' | ']' | '|' | '~' | '$' | '#' => {
                 out.push('\\');
                 out.push(c);
@@ -200,13 +209,14 @@ fn md_text(t: &str, out: &mut String) {
 }
 
 /// A paragraph's or list item's text, whose start is also a line's start: leading spaces
-/// dropped (four would open a code block) and a list marker (`-`, `+`, `1.`, `1)`) or a
-/// setext underline (`=`) escaped. (`#`, `>`, `*`, `|`, `~` and `<` are escaped everywhere.)
+/// dropped (four would open a code block) and a list marker (`-`, `+`, `1.`, `1)`), a block
+/// quote (`>`) or a setext underline (`=`) escaped. (`#`, `*`, `|` and `~` are escaped
+/// everywhere.)
 fn md_line(s: &str) -> String {
     let line = md_inline(s, false);
     let line = line.trim_start_matches(' ');
     let digits = line.len() - line.trim_start_matches(|c: char| c.is_ascii_digit()).len();
-    if line.starts_with(['-', '+', '=']) {
+    if line.starts_with(['-', '+', '=', '>']) {
         format!("\\{line}")
     } else if digits > 0 && line[digits..].starts_with(['.', ')']) {
         format!("{}\\{}", &line[..digits], &line[digits..])
@@ -275,7 +285,7 @@ mod tests {
         d.push(Block::Table(vec!["a".into(), "b|c".into()], vec![vec!["1".into(), "2".into()]]));
         d.push(Block::Chart("latency".into(), "latency over time".into()));
         let md = d.markdown();
-        assert!(md.starts_with("# Run &lt;x&gt;\n"), "{md}");
+        assert!(md.starts_with("# Run &lt;x>\n"), "{md}");
         assert!(md.contains("| a | b\\|c |\n|---|---|\n| 1 | 2 |"), "{md}");
         assert!(md.contains("![latency over time](charts/latency.png)"), "{md}");
         let html = d.html("t", |n| (n == "latency").then(|| "<?xml version=\"1.0\"?><svg>x</svg>".to_string()));
@@ -302,14 +312,14 @@ mod tests {
         d.push(Block::Table(vec!["what".into()], vec![vec![format!("{} {}", markup::code(name), markup::text(note))]]));
         let md = d.markdown();
         assert!(md.contains("## phase ``x`<b>`|y`` \\#\\#\n"), "{md}");
-        assert!(md.contains("\n\\- 1. \\# &gt; not a list\n"), "{md}");
+        assert!(md.contains("\n\\- 1. \\# > not a list\n"), "{md}");
         assert!(md.contains("- 2\\) also not\n"), "{md}");
         assert!(
-            md.contains("&lt;script&gt;alert(1)&lt;/script&gt; \\[x\\](javascript:alert(1)) !\\[i\\](x.png) &lt;http://e&gt; \\*\\*b\\*\\* \\_e\\_ \\~\\~s\\~\\~ &amp; \\$m\\$ \\\\"),
+            md.contains("&lt;script>alert(1)&lt;/script> \\[x\\](javascript:alert(1)) !\\[i\\](x.png) &lt;http://e> \\*\\*b\\*\\* \\_e\\_ \\~\\~s\\~\\~ & \\$m\\$ \\\\"),
             "{md}"
         );
         // In a table cell a pipe inside a code span is escaped too (GFM splits cells first).
-        assert!(md.contains("| ``x`<b>`\\|y`` &lt;script&gt;"), "{md}");
+        assert!(md.contains("| ``x`<b>`\\|y`` &lt;script>"), "{md}");
         assert!(!md.contains("<script"), "{md}");
         let html = d.html("t\u{1b}", |_| None);
         assert!(html.contains("<title>t␛</title>"), "{html}");
