@@ -21,7 +21,7 @@ mod report;
 mod run;
 pub mod schema;
 mod signals;
-mod term;
+pub mod term;
 mod validate;
 mod whatif;
 
