@@ -89,13 +89,23 @@ pub fn code(s: &str) -> String {
     format!("{fence}{pad}{s}{pad}{fence}")
 }
 
-/// Text showing `s` literally: the mini-language's own syntax (`\`, `` ` ``, `*`, `[`, `]`)
-/// backslash-escaped. (Everything else that means something to Markdown or HTML is escaped
-/// by the renderers, so it needs no escape here.)
+/// Text showing `s` literally, whatever is written before or after it: the mini-language's
+/// own syntax backslash-escaped — every `` ` `` and `*`, a `\\` before punctuation or at the
+/// end, a `]` before `(` or at the end (a link closes with `](`). Nothing else needs it: the
+/// renderers escape everything that means something to Markdown or HTML, so a gate check's
+/// `[storm]` stays as written wherever the text is shown raw (the live page, a terminal).
 pub fn text(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        if matches!(c, '\\' | '`' | '*' | '[' | ']') {
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        let next = chars.peek().copied();
+        let escape = match c {
+            '`' | '*' => true,
+            '\\' => next.is_none_or(|n| n.is_ascii_punctuation()),
+            ']' => next.is_none_or(|n| n == '('),
+            _ => false,
+        };
+        if escape {
             out.push('\\');
         }
         out.push(c);

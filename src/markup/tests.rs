@@ -26,11 +26,12 @@ fn a_code_span_is_fenced_longer_than_any_backtick_run_inside() {
 
 #[test]
 fn text_escapes_only_the_mini_language_and_reads_back_literally() {
-    assert_eq!(
-        text("**x** `y` [z](javascript:alert(1)) \\"),
-        "\\*\\*x\\*\\* \\`y\\` \\[z\\](javascript:alert(1)) \\\\"
-    );
+    assert_eq!(text("**x** `y` [z](javascript:alert(1)) \\"), "\\*\\*x\\*\\* \\`y\\` [z\\](javascript:alert(1)) \\\\");
     assert_eq!(parse(&text("**x** [z](a.md)")), vec![Inline::Text("**x** [z](a.md)".into())]);
+    assert_eq!(text("a [storm] <= 1.5 C:\\dir"), "a [storm] <= 1.5 C:\\dir");
+    // Pieces escaped one by one never join into a link.
+    let joined = format!("{}{}{}", text("[a"), text("]"), text("(b.md)"));
+    assert_eq!(parse(&joined), vec![Inline::Text("[a](b.md)".into())]);
 }
 
 #[test]
@@ -87,7 +88,7 @@ proptest! {
             prop_assert_eq!(parse(&code(&s)), vec![Inline::Code(s.clone())]);
         }
         prop_assert_eq!(parse(&text(&s)), vec![Inline::Text(s.clone())]);
-        let mixed = format!("**{}** {} {}", text(&s), code(&s), text(&s));
+        let mixed = format!("**{}**{}{}{}", text(&s), code(&s), text(&s), text(&s));
         let codes: Vec<Inline> = parse(&mixed).into_iter().filter(|p| matches!(p, Inline::Code(_))).collect();
         if s.chars().any(|c| c != ' ') {
             prop_assert_eq!(codes, vec![Inline::Code(s.clone())]);

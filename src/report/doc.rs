@@ -1,6 +1,12 @@
 //! A tiny document model — headings, paragraphs, lists, tables, charts — rendered twice: as
 //! Markdown for CI job summaries and PR comments, and as one self-contained HTML file with
 //! the charts' SVG inlined (no network, no scripts). One model, so the two never disagree.
+//!
+//! Every string in the model is the inline mini-language of [`crate::markup`]: a section
+//! embeds a name with [`markup::code`] and any other text (a note, a reason, a path) with
+//! [`markup::text`], and never pastes either in raw. Both renderers read the strings back with
+//! [`markup::parse`] and write only its forms, everything else escaped: a string pasted raw by
+//! mistake can at worst show a stray backtick or asterisk, never open HTML or a link.
 
 use std::fmt::Write;
 
