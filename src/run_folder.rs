@@ -155,12 +155,21 @@ pub fn run_id(at: SystemTime) -> String {
     humantime::format_rfc3339_seconds(at).to_string().replace(['-', ':'], "")
 }
 
-/// Makes a name safe as one path component.
+/// Makes a name safe as one path component: letters, digits, `-`, `_` and `.` kept, anything
+/// else `-`, at most 64 characters kept. When nothing is left (a name of emoji) or the name
+/// was cut, a short hash of the whole name follows, so distinct names stay distinct and a
+/// component never exceeds a file system's 255 bytes ("File name too long").
 pub fn slug(name: &str) -> String {
+    const KEEP: usize = 64;
     let s: String =
         name.chars().map(|c| if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') { c } else { '-' }).collect();
-    let s = s.trim_matches(['-', '.']).to_string();
-    if s.is_empty() { "scenario".into() } else { s }
+    let s = s.trim_matches(['-', '.']);
+    if !s.is_empty() && s.len() <= KEEP {
+        return s.to_string();
+    }
+    let hash = xxhash_rust::xxh3::xxh3_64(name.as_bytes()) as u32;
+    let kept = s.get(..KEEP.min(s.len())).unwrap_or_default().trim_end_matches(['-', '.']);
+    if kept.is_empty() { format!("scenario-{hash:08x}") } else { format!("{kept}-{hash:08x}") }
 }
 
 impl RunFolder {

@@ -12,7 +12,7 @@
 //! | 3 | `analysis` |
 //! | 2 | `mock`, `gateway`, `load`, `sut` (only `sut` may import `gateway`; `gateway` imports layer 0 only) |
 //! | 1 | `scenario`, `faults`, `run_folder` (`scenario` may hold `faults` types, never the reverse) |
-//! | 0 | ground: `clock`, `seed`, `net`, `words`, `duration`, `located`, `record` |
+//! | 0 | ground: `clock`, `seed`, `net`, `words`, `duration`, `located`, `record`, `markup` |
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -39,6 +39,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("duration", 0),
     ("located", 0),
     ("record", 0),
+    ("markup", 0),
 ];
 
 /// Imports within one row that the table allows (ground modules may use each other: they

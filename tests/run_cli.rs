@@ -210,9 +210,10 @@ fn the_ci_gate_fails_the_naive_gateway_and_passes_the_hardened_one() {
     // For the reasons the report names: amplification in the storm and ignored Retry-After.
     let md = std::fs::read_to_string(naive.join("report.md")).unwrap();
     assert!(md.contains("**Gate: FAILED**"), "{md}");
-    for reason in
-        ["| **FAIL** | retry.amplification [storm] <= 1.5 |", "| **FAIL** | retry.retry_after_violations <= 0 |"]
-    {
+    for reason in [
+        "| **FAIL** | retry.amplification \\[storm\\] &lt;= 1.5 |",
+        "| **FAIL** | retry.retry_after_violations &lt;= 0 |",
+    ] {
         assert!(md.contains(reason), "{reason} not in\n{md}");
     }
     assert!(stdout.contains("gate: FAILED"), "{stdout}");

@@ -6,6 +6,9 @@
 //!
 //! Every threshold is a named constant; each finding is tested on a case whose answer is known.
 //!
+//! `what` is the report's inline mini-language ([`crate::markup`]): names are embedded with
+//! [`code`], so a backtick in a stage or fault name cannot end its span early.
+//!
 //! Layer 3: reads the summary; must not depend on `gate` or `report`.
 
 use schemars::JsonSchema;
@@ -13,6 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use super::Summary;
 use super::summary::StageSummary;
+use crate::markup::code;
 
 /// How much a finding matters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
@@ -121,14 +125,14 @@ fn retry_storm(s: &Summary, out: &mut Vec<Finding>) {
         "retry.amplification.max_window",
         Some(peak),
         format!(
-            "Retry storm: upstream attempts per request reached {peak:.2} in the second at {at} s (at most {} with {} retries; {:.2} over the run) while the error rate rose from {} in `{}` to {} in `{}` — retries multiplied the load on a provider that was already failing.",
+            "Retry storm: upstream attempts per request reached {peak:.2} in the second at {at} s (at most {} with {} retries; {:.2} over the run) while the error rate rose from {} in {} to {} in {} — retries multiplied the load on a provider that was already failing.",
             r.max_retries + 1,
             r.max_retries,
             r.amplification.overall,
             pct(base),
-            baseline(s).map_or("baseline", |b| b.name.as_str()),
+            code(baseline(s).map_or("baseline", |b| b.name.as_str())),
             pct(worst.error_rate),
-            worst.name,
+            code(&worst.name),
         ),
         "Cap retries with a budget (retries ≤ ~10 % of requests) or client-side throttling, and stop retrying timeouts of a slow provider at once.",
     );
@@ -148,8 +152,8 @@ fn saturation(s: &Summary, out: &mut Vec<Finding>) {
             "in_flight.max",
             Some(f.max as f64),
             format!(
-                "Connection pool too small for the slow case: in `{}` attempts reached the provider at {:.1}/s and took {} at the p95, so by Little's law the SUT needs ~{needed:.0} connections; its pool has {pool} (in flight at the provider peaked at {} at {} s).",
-                st.stage,
+                "Connection pool too small for the slow case: in {} attempts reached the provider at {:.1}/s and took {} at the p95, so by Little's law the SUT needs ~{needed:.0} connections; its pool has {pool} (in flight at the provider peaked at {} at {} s).",
+                code(&st.stage),
                 st.attempt_rps,
                 secs(st.attempt_p95_ms),
                 f.max,
@@ -170,8 +174,11 @@ fn saturation(s: &Summary, out: &mut Vec<Finding>) {
             "in_flight.sut_max",
             Some(f.sut_max as f64),
             format!(
-                "Workers exhausted: the SUT serves {limit} requests at once and queues the rest; in `{}` Little's law put {:.0} client requests in flight at it (λ·W̄; {:.0} measured on average, {} at the peak), so requests waited for a worker before reaching the provider.",
-                b.stage, b.sut_little_mean, b.sut_measured_mean, f.sut_max,
+                "Workers exhausted: the SUT serves {limit} requests at once and queues the rest; in {} Little's law put {:.0} client requests in flight at it (λ·W̄; {:.0} measured on average, {} at the peak), so requests waited for a worker before reaching the provider.",
+                code(&b.stage),
+                b.sut_little_mean,
+                b.sut_measured_mean,
+                f.sut_max,
             ),
             "Shed what exceeds the limit at once (503 + Retry-After) instead of queueing it, and give every request a deadline that includes the wait.",
         );
@@ -185,11 +192,11 @@ fn saturation(s: &Summary, out: &mut Vec<Finding>) {
             "in_flight.queued_max",
             Some(f.queued_max as f64),
             format!(
-                "The provider's {slots} slots filled: {} attempts in flight at the peak ({} s) and up to {} waiting in its queue, so queueing added to every answer (`{}`: λ = {:.1}/s × W̄ = {} → {:.0} in flight by Little's law).",
+                "The provider's {slots} slots filled: {} attempts in flight at the peak ({} s) and up to {} waiting in its queue, so queueing added to every answer ({}: λ = {:.1}/s × W̄ = {} → {:.0} in flight by Little's law).",
                 f.max,
                 f.max_at_s,
                 f.queued_max,
-                st.stage,
+                code(&st.stage),
                 st.attempt_rps,
                 secs(st.attempt_mean_ms),
                 st.little_mean,
@@ -209,10 +216,10 @@ fn recovery(s: &Summary, out: &mut Vec<Finding>) {
                 "recovery.seconds",
                 None,
                 format!(
-                    "No recovery: after `{}` ended at {:.0} s, valid answers and their p95 did not return to `{}`'s level in the {:.0} s left — a possible metastable failure: the trigger is gone, the system stays degraded.",
-                    r.fault,
+                    "No recovery: after {} ended at {:.0} s, valid answers and their p95 did not return to {}'s level in the {:.0} s left — a possible metastable failure: the trigger is gone, the system stays degraded.",
+                    code(&r.fault),
                     r.ended_s,
-                    r.baseline_stage,
+                    code(&r.baseline_stage),
                     (s.duration_s - r.ended_s).max(0.0),
                 ),
                 "Find what keeps the load up after the trigger (retries of queued work, a full queue, a cold cache) and bound it — shed load so queues drain.",
@@ -224,8 +231,9 @@ fn recovery(s: &Summary, out: &mut Vec<Finding>) {
                 "recovery.seconds",
                 Some(t),
                 format!(
-                    "Slow recovery: {t:.0} s after `{}` ended before answers were back to `{}`'s level.",
-                    r.fault, r.baseline_stage
+                    "Slow recovery: {t:.0} s after {} ended before answers were back to {}'s level.",
+                    code(&r.fault),
+                    code(&r.baseline_stage)
                 ),
                 "Drain the backlog faster after a fault: shorter queues, deadlines that drop work nobody waits for.",
             ),
@@ -243,9 +251,9 @@ fn failover(s: &Summary, out: &mut Vec<Finding>) {
             "failover.seconds",
             None,
             format!(
-                "No failover: `{}` kept getting attempts through `{}` (it had {} of them before).",
-                f.upstream,
-                f.fault,
+                "No failover: {} kept getting attempts through {} (it had {} of them before).",
+                code(&f.upstream),
+                code(&f.fault),
                 f.share_before.map_or("—".into(), pct)
             ),
             "Route by health: eject an upstream that fails most attempts in a window, keep at least one in rotation.",

@@ -114,7 +114,7 @@ pub fn verdict_table(v: &Verdict) -> String {
     let mut t = Table::new();
     t.set_header(["", "check", "value", "expected", "why"]);
     for row in crate::report::verdict_rows(v) {
-        t.add_row(row.into_iter().map(|c| c.replace("**", "")));
+        t.add_row(row.iter().map(|c| crate::markup::plain(c)));
     }
     format!("{}\n{t}\n", if v.passed { "gate: PASSED" } else { "gate: FAILED" })
 }
@@ -154,7 +154,7 @@ pub(super) fn run(args: &Args) -> Result<(), CliError> {
     folder
         .write(RunFile::Junit, crate::report::junit(&summary.scenario, &verdict).as_bytes())
         .map_err(|e| CliError::Io { context: "writing junit.xml".into(), source: std::io::Error::other(e) })?;
-    let mut out = std::io::stdout().lock();
+    let mut out = super::term::stdout();
     out.write_all(verdict_table(&verdict).as_bytes())
         .and_then(|()| out.flush())
         .map_err(|source| CliError::Io { context: "writing to stdout".into(), source })?;

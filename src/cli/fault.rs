@@ -57,7 +57,7 @@ pub enum Action {
 
 pub(super) async fn run(args: Args) -> Result<(), CliError> {
     let api = Control { base: args.mock.trim_end_matches('/').to_string(), token: args.token };
-    let mut out = std::io::stdout().lock();
+    let mut out = super::term::stdout();
     let text = match args.action {
         Action::Add { file, pairs } => {
             let faults = match file {

@@ -60,7 +60,7 @@ pub(super) async fn run(args: Args) -> Result<(), CliError> {
         .map_err(|source| CliError::Io { context: "installing signal handlers".into(), source })?;
     let running = gateway::start(config, args.upstream.clone(), args.listen).await?;
     {
-        let mut out = std::io::stdout().lock();
+        let mut out = super::term::stdout();
         writeln!(out, "listening on {}", running.uri())
             .and_then(|()| out.flush())
             .map_err(|source| CliError::Io { context: "writing to stdout".into(), source })?;

@@ -180,7 +180,7 @@ fn scenario_mock(args: &mut Args, path: &std::path::Path) -> Result<crate::scena
 /// `listening on http://ADDR` per upstream, first line first; pools add the name; then
 /// `control on http://ADDR` for the control API.
 fn announce(pool: &MockPool) -> std::io::Result<()> {
-    let mut out = std::io::stdout().lock();
+    let mut out = super::term::stdout();
     let single = pool.upstreams().len() == 1;
     for u in pool.upstreams() {
         if single {

@@ -22,6 +22,7 @@ mod run;
 pub mod schema;
 mod signals;
 mod sut_guard;
+pub mod term;
 mod validate;
 mod whatif;
 
@@ -224,11 +225,12 @@ pub fn main() -> ExitCode {
     }
 }
 
-/// Writes to stderr, ignoring failures: with stderr closed (`2>&-`) or a broken pipe the
-/// message has nowhere to go, and `eprint!` would panic instead of returning the exit code.
+/// Writes to stderr (through [`term::Visible`], as everything the CLI prints), ignoring
+/// failures: with stderr closed (`2>&-`) or a broken pipe the message has nowhere to go, and
+/// `eprint!` would panic instead of returning the exit code.
 pub fn to_stderr(text: &str) {
     use std::io::Write;
-    let mut err = std::io::stderr().lock();
+    let mut err = term::Visible::new(std::io::stderr().lock());
     let _ = err.write_all(text.as_bytes());
     let _ = err.flush();
 }
@@ -277,17 +279,26 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
 
 fn init_tracing() {
     use std::io::IsTerminal;
+    use tracing_subscriber::util::SubscriberInitExt;
+    let _ = subscriber(std::io::stderr, std::io::stderr().is_terminal()).try_init();
+}
+
+/// The log subscriber, writing through `make`. Log lines carry names from files and from the
+/// network, so they go through the same [`term::Visible`] writer as everything else printed,
+/// without colour codes of their own (it would show them). A person at a terminal reads
+/// status lines; a log file (CI) keeps full records with timestamps and module paths.
+fn subscriber<W: std::io::Write + 'static>(
+    make: impl Fn() -> W + Send + Sync + 'static,
+    terminal: bool,
+) -> Box<dyn tracing::Subscriber + Send + Sync> {
     use tracing_subscriber::EnvFilter;
     // Goose logs every failed request at warn level through `log`; the run reports them itself.
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info,goose=error"));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
-    // A person at a terminal reads status lines; a log file (CI) keeps full records with
-    // timestamps and module paths.
-    let _ = if std::io::stderr().is_terminal() {
-        builder.event_format(StatusLine).try_init()
-    } else {
-        builder.with_ansi(false).try_init()
-    };
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(move || term::Visible::new(make()))
+        .with_ansi(false);
+    if terminal { Box::new(builder.event_format(StatusLine).finish()) } else { Box::new(builder.finish()) }
 }
 
 /// A log event as a plain status line: the message and its fields, `warning:`/`error:` in
@@ -347,5 +358,19 @@ mod tests {
         });
         let text = String::from_utf8(buffer.0.lock().unwrap().clone()).unwrap();
         assert_eq!(text, "system under test ready: gateway at http://127.0.0.1:1\nwarning: chart not drawn: no data\n");
+    }
+
+    #[test]
+    fn log_lines_show_escape_sequences_instead_of_sending_them() {
+        for terminal in [true, false] {
+            let buffer = Buffer::default();
+            let writer = buffer.clone();
+            tracing::subscriber::with_default(super::subscriber(move || writer.clone(), terminal), || {
+                tracing::warn!(fault = %"x\u{1b}]0;pwned\u{7}", "note from \u{202e}room\u{8}");
+            });
+            let text = String::from_utf8(buffer.0.lock().unwrap().clone()).unwrap();
+            assert!(text.contains("note from \\u202Eroom") && text.contains("x␛]0;pwned␇"), "{text}");
+            assert!(!text.contains('\u{202e}') && !text.bytes().any(|b| b < 0x20 && b != b'\n'), "{text:?}");
+        }
     }
 }

@@ -24,10 +24,10 @@ pub(super) fn run(args: &Args) -> Result<(), CliError> {
     let finished = crate::experiment::refinish(&folder)?;
     let mut out = String::new();
     for line in crate::report::headlines(&finished.summary) {
-        out.push_str(&format!("- {}\n", line.replace("**", "")));
+        out.push_str(&format!("- {}\n", crate::markup::plain(&line)));
     }
     out.push_str(&format!("report: {}\n", folder.path(RunFile::ReportHtml).display()));
-    let mut stdout = std::io::stdout().lock();
+    let mut stdout = super::term::stdout();
     stdout
         .write_all(out.as_bytes())
         .and_then(|()| stdout.flush())

@@ -7,6 +7,7 @@ use comfy_table::Table;
 
 use crate::analysis::{RunStatus, Summary};
 use crate::experiment::{self, ProgressMode, RunOptions, Stopper};
+use crate::markup::{plain, visible};
 use crate::scenario::Scenario;
 
 use super::CliError;
@@ -290,7 +291,12 @@ fn findings_text(findings: &[crate::analysis::findings::Finding]) -> String {
     let mut out = format!("findings ({}):\n", findings.len());
     for f in findings {
         let tag = crate::scenario::wire_name(&f.severity);
-        out.push_str(&format!("- [{tag}] {}\n  change: {} (gate metric: {})\n", f.what, f.change, f.metric));
+        out.push_str(&format!(
+            "- [{tag}] {}\n  change: {} (gate metric: {})\n",
+            plain(&f.what),
+            plain(&f.change),
+            f.metric
+        ));
     }
     out
 }
@@ -299,13 +305,13 @@ fn findings_text(findings: &[crate::analysis::findings::Finding]) -> String {
 pub(super) fn comparison_text(c: &crate::gate::compare::Comparison) -> String {
     let mut t = Table::new();
     let mut header = vec!["metric".to_string()];
-    header.extend(c.runs.iter().map(|r| r.name.clone()));
+    header.extend(c.runs.iter().map(|r| visible(&r.name)));
     header.push("change".into());
     t.set_header(header);
     for r in c.rows.iter().filter(|r| r.phase.is_none()) {
-        let mut row = vec![r.metric.clone()];
-        row.extend(r.shown.iter().cloned());
-        row.push(r.change.clone());
+        let mut row = vec![visible(&r.metric)];
+        row.extend(r.shown.iter().map(|v| visible(v)));
+        row.push(visible(&r.change));
         t.add_row(row);
     }
     let mut out = format!(
@@ -349,7 +355,7 @@ fn install_interrupt(stopper: Stopper) {
 }
 
 pub(super) fn print(text: &str) -> Result<(), CliError> {
-    let mut out = std::io::stdout().lock();
+    let mut out = super::term::stdout();
     out.write_all(text.as_bytes())
         .and_then(|()| out.flush())
         .map_err(|source| CliError::Io { context: "writing to stdout".into(), source })
@@ -361,14 +367,13 @@ fn render(s: &Summary, dir: &std::path::Path) -> String {
     let mut t = Table::new();
     t.set_header(header);
     for row in rows {
-        t.add_row(row);
+        t.add_row(row.iter().map(|c| plain(c)));
     }
     let status = match s.status {
         RunStatus::Completed => "completed".to_string(),
         RunStatus::Aborted => format!("ABORTED: {}", s.abort_reason.as_deref().unwrap_or("")),
     };
-    let mut headlines: String =
-        crate::report::headlines(s).iter().map(|l| format!("- {}\n", l.replace("**", ""))).collect();
+    let mut headlines: String = crate::report::headlines(s).iter().map(|l| format!("- {}\n", plain(l))).collect();
     if let Some(shard) = &s.generator.shard {
         headlines.insert_str(
             0,

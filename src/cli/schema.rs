@@ -33,7 +33,7 @@ pub fn generate(format: Format) -> String {
 }
 
 pub(super) fn run(args: &Args) -> Result<(), CliError> {
-    std::io::stdout()
+    super::term::stdout()
         .write_all(generate(args.kind).as_bytes())
         .map_err(|source| CliError::Io { context: "writing the schema".into(), source })
 }

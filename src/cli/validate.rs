@@ -24,7 +24,7 @@ pub struct Args {
 
 pub(super) fn run(args: &Args) -> Result<(), CliError> {
     let mut failed = 0;
-    let mut out = std::io::stdout().lock();
+    let mut out = super::term::stdout();
     for path in &args.files {
         match check(path, args.kind) {
             Ok(summary) => {

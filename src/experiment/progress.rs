@@ -95,8 +95,15 @@ pub fn spawn(
             } else {
                 "—".into()
             };
-            let faults: Vec<String> =
-                pool.faults().entries().iter().filter(|e| e.window.contains(now)).map(|e| e.name.to_string()).collect();
+            // Ad-hoc faults are named over the control API: the bar writes to the terminal
+            // directly, not through the CLI's writer, so names are made visible here.
+            let faults: Vec<String> = pool
+                .faults()
+                .entries()
+                .iter()
+                .filter(|e| e.window.contains(now))
+                .map(|e| crate::markup::visible(&e.name))
+                .collect();
             let (rps, p95, err) = match &stats.last {
                 Some(w) => {
                     let failed = w.failed();
@@ -115,11 +122,11 @@ pub fn spawn(
                     if stage != last_stage && last_stage.is_some() {
                         b.println(format!(
                             "stage {} done: {} requests so far",
-                            stages[last_stage.unwrap_or(0)].0,
+                            crate::markup::visible(&stages[last_stage.unwrap_or(0)].0),
                             stats.requests
                         ));
                     }
-                    b.set_prefix(name.to_string());
+                    b.set_prefix(crate::markup::visible(name));
                     b.set_position((t / 1000).min(total_ms));
                     b.set_message(msg);
                 }
@@ -127,7 +134,7 @@ pub fn spawn(
             }
             last_stage = stage;
             if let (Some(reason), Some(b)) = (stopper.reason(), &task_bar) {
-                b.set_message(format!("stopping: {reason}"));
+                b.set_message(crate::markup::visible(&format!("stopping: {reason}")));
             }
         }
     });

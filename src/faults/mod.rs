@@ -225,7 +225,9 @@ impl Fault {
         {
             out.push("ramp", ramp.to_string(), format!("at most half the duration ({duration}): it ramps in and out"));
         }
-        if let Some(name) = env.name.filter(|n| !valid_name(n)) {
+        if let Some(problem) = env.name.and_then(crate::markup::name_problem) {
+            out.push("name", problem, crate::markup::NAME_EXPECTED);
+        } else if let Some(name) = env.name.filter(|n| !valid_name(n)) {
             out.push("name", format!("{name:?}"), "letters, digits, `-`, `_` or `.`");
         }
         if let Some(at) = env.at {

@@ -131,15 +131,46 @@ pub struct GridChart {
     pub cells: Vec<(usize, usize, usize, String)>,
 }
 
-/// Writes `chart` as `<dir>/<name>.svg` and `.png`; returns the SVG path.
+/// Writes `chart` as `<dir>/<name>.svg` and `.png`; returns the SVG path. Its text (legends
+/// carry fault, stage, policy and run names) is drawn with hidden characters made visible:
+/// the SVG is inlined in report.html, and a control character would make it malformed XML.
 pub fn write(chart: &Chart, dir: &Path, name: &str) -> Result<PathBuf, String> {
     register();
+    let chart = &chart.shown();
     std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let svg = dir.join(format!("{name}.svg"));
     let png = dir.join(format!("{name}.png"));
     draw(SVGBackend::new(&svg, SIZE).into_drawing_area(), chart)?;
     draw(BitMapBackend::new(&png, SIZE).into_drawing_area(), chart)?;
     Ok(svg)
+}
+
+impl Chart {
+    /// The same chart with every text made visible ([`crate::markup::visible`]).
+    fn shown(&self) -> Chart {
+        let v = |s: &mut String| *s = crate::markup::visible(s);
+        let mut c = self.clone();
+        match &mut c {
+            Chart::Lines(l) => {
+                [&mut l.title, &mut l.x_label, &mut l.y_label].into_iter().for_each(v);
+                l.lines.iter_mut().for_each(|line| v(&mut line.name));
+                l.shaded.iter_mut().for_each(|s| v(&mut s.2));
+                l.markers.iter_mut().for_each(|m| v(&mut m.label));
+                l.reference.iter_mut().for_each(|r| v(&mut r.1));
+            }
+            Chart::Bars(b) => {
+                [&mut b.title, &mut b.x_label, &mut b.y_label].into_iter().for_each(v);
+                b.bars.iter_mut().for_each(|bar| v(&mut bar.0));
+            }
+            Chart::Grid(g) => {
+                [&mut g.title, &mut g.x_label, &mut g.y_label].into_iter().for_each(v);
+                g.columns.iter_mut().chain(g.rows.iter_mut()).for_each(v);
+                g.legend.iter_mut().for_each(|l| v(&mut l.0));
+                g.cells.iter_mut().for_each(|cell| v(&mut cell.3));
+            }
+        }
+        c
+    }
 }
 
 fn draw<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, chart: &Chart) -> Result<(), String> {

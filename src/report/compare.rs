@@ -13,6 +13,7 @@ use super::doc::{Block, Doc};
 use super::text::finding_lines;
 use crate::analysis::{Series, Summary};
 use crate::gate::compare::Comparison;
+use crate::markup::{code, link, text};
 use crate::run_folder::{FolderError, RunFile, RunFolder};
 
 /// One compared run's analysed data, for the overlaid charts.
@@ -57,39 +58,39 @@ pub fn read_comparison(dir: &Path) -> Result<Option<Comparison>, FolderError> {
 pub fn document(c: &Comparison, charts: &[String]) -> Doc {
     let mut d = Doc::default();
     let names: Vec<&str> = c.runs.iter().map(|r| r.name.as_str()).collect();
-    d.push(Block::Heading(1, format!("chaos: {} — {}", c.scenario, names.join(" vs "))));
+    d.push(Block::Heading(1, format!("chaos: {} — {}", text(&c.scenario), text(&names.join(" vs ")))));
     d.push(Block::Para(format!(
         "Runs of one scenario with seed {} at time scale {}: the same arrivals and fault decisions, so a difference below is the system's. The change column reads the last run against the first.",
         c.seed, c.time_scale
     )));
     for n in &c.notes {
-        d.push(Block::Para(format!("**Note:** {n}")));
+        d.push(Block::Para(format!("**Note:** {}", text(n))));
     }
     let header = |first: &str| -> Vec<String> {
-        std::iter::once(first.to_string())
-            .chain(names.iter().map(|n| (*n).to_string()))
-            .chain(["change".into()])
-            .collect()
+        std::iter::once(first.to_string()).chain(names.iter().map(|n| text(n))).chain(["change".into()]).collect()
     };
     let row = |r: &crate::gate::compare::Row, label: String| -> Vec<String> {
-        std::iter::once(label).chain(r.shown.iter().cloned()).chain([r.change.clone()]).collect()
+        std::iter::once(label).chain(r.shown.iter().map(|v| text(v))).chain([text(&r.change)]).collect()
     };
     d.push(Block::Heading(2, "Side by side".into()));
     d.push(Block::Table(
         header("metric (whole run)"),
-        c.rows.iter().filter(|r| r.phase.is_none()).map(|r| row(r, format!("`{}`", r.metric))).collect(),
+        c.rows.iter().filter(|r| r.phase.is_none()).map(|r| row(r, code(&r.metric))).collect(),
     ));
     d.push(Block::Heading(2, "Findings".into()));
     for r in &c.runs {
-        d.push(Block::Heading(3, format!("{} — {}", r.name, gate_words(r))));
+        d.push(Block::Heading(3, format!("{} — {}", text(&r.name), gate_words(r))));
         if r.findings.is_empty() {
             d.push(Block::Para("No finding crossed its threshold.".into()));
         } else {
             d.push(Block::List(finding_lines(&r.findings)));
         }
     }
-    let phase_rows: Vec<Vec<String>> =
-        c.rows.iter().filter_map(|r| r.phase.as_ref().map(|p| row(r, format!("{p}: `{}`", r.metric)))).collect();
+    let phase_rows: Vec<Vec<String>> = c
+        .rows
+        .iter()
+        .filter_map(|r| r.phase.as_ref().map(|p| row(r, format!("{}: {}", text(p), code(&r.metric)))))
+        .collect();
     if !phase_rows.is_empty() {
         d.push(Block::Heading(2, "By phase".into()));
         d.push(Block::Table(header("phase: metric"), phase_rows));
@@ -115,12 +116,12 @@ pub fn document(c: &Comparison, charts: &[String]) -> Doc {
             .iter()
             .map(|r| {
                 vec![
-                    r.name.clone(),
-                    r.status.clone(),
+                    text(&r.name),
+                    text(&r.status),
                     gate_words(r),
-                    r.sut.clone(),
-                    r.started_at.clone(),
-                    format!("[{0}/report.md]({0}/report.md)", r.dir),
+                    text(&r.sut),
+                    text(&r.started_at),
+                    link(&format!("{}/report.md", r.dir), &format!("{}/report.md", r.dir)),
                 ]
             })
             .collect(),
@@ -137,7 +138,7 @@ fn whatif(d: &mut Doc, runs: &[RunSeries<'_>]) {
     }
     d.push(Block::Heading(2, "What if: other retry and protection policies".into()));
     for (name, w) in with {
-        d.push(Block::Heading(3, name.to_string()));
+        d.push(Block::Heading(3, text(name)));
         super::sections::whatif_body(d, w);
     }
 }
@@ -146,7 +147,7 @@ fn gate_words(r: &crate::gate::compare::ComparedRun) -> String {
     match r.gate_passed {
         None => "no gate".into(),
         Some(true) => "gate passed".into(),
-        Some(false) => format!("gate FAILED ({})", r.gate_failed.join(", ")),
+        Some(false) => format!("gate FAILED ({})", text(&r.gate_failed.join(", "))),
     }
 }
 

@@ -1,11 +1,13 @@
 //! `junit.xml`: the gate verdict as one JUnit test case per check, for CI systems that show
-//! test results.
+//! test results. Every embedded string has its hidden characters made visible before it is
+//! escaped: XML 1.0 forbids most C0 controls even as character references, so one ESC in a
+//! scenario name would make the file unreadable and CI would lose the verdict.
 
 use crate::gate::Verdict;
 
 /// The verdict as JUnit XML: one test case per check, so CI systems show it natively.
 pub fn junit(suite: &str, v: &Verdict) -> String {
-    let esc = super::doc::escape;
+    let esc = |s: &str| super::doc::escape(&crate::markup::visible(s));
     let failures = v.checks.iter().filter(|c| !c.passed).count();
     let mut out = format!(
         "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n<testsuite name=\"chaos: {}\" tests=\"{}\" failures=\"{failures}\">\n",

@@ -6,6 +6,7 @@ use super::doc::{Block, Doc};
 use super::text::{headlines, ms, pct, stage_table, verdict_rows};
 use crate::analysis::{self, RunStatus, Summary};
 use crate::gate::Verdict;
+use crate::markup::{code, text};
 
 /// The whole report document. `charts` names the charts that were drawn.
 pub fn document(s: &Summary, verdict: Option<&Verdict>, charts: &[String]) -> Doc {
@@ -43,7 +44,7 @@ fn title(d: &mut Doc, s: &Summary, verdict: Option<&Verdict>) {
         RunStatus::Completed => "completed".to_string(),
         RunStatus::Aborted => "ABORTED".to_string(),
     };
-    d.push(Block::Heading(1, format!("chaos: {} — {status}", s.scenario)));
+    d.push(Block::Heading(1, format!("chaos: {} — {status}", text(&s.scenario))));
     if let Some(v) = verdict {
         let failed = v.checks.iter().filter(|c| !c.passed).count();
         d.push(Block::Para(if v.passed {
@@ -113,7 +114,7 @@ fn in_flight(d: &mut Doc, s: &Summary, charts: &[String]) {
             .iter()
             .map(|st| {
                 vec![
-                    st.stage.clone(),
+                    text(&st.stage),
                     format!("{:.1}", st.attempt_rps),
                     format!("{} ms", ms(st.attempt_mean_ms)),
                     format!("{} ms", ms(st.attempt_p95_ms)),
@@ -138,9 +139,9 @@ fn what_ran(d: &mut Doc, s: &Summary) {
         .iter()
         .map(|f| {
             format!(
-                "`{}` ({}{}) {}–{}",
-                f.name,
-                f.kind,
+                "{} ({}{}) {}–{}",
+                code(&f.name),
+                text(&f.kind),
                 f.multiplier.map_or(String::new(), |m| format!(" ×{m}")),
                 ms(f.start_s),
                 f.end_s.map_or("end".into(), |e| format!("{} s", ms(e)))
@@ -150,12 +151,12 @@ fn what_ran(d: &mut Doc, s: &Summary) {
     d.push(Block::Table(
         vec!["what".into(), "detail".into()],
         vec![
-            vec!["scenario".into(), format!("`{}` ({})", s.scenario, s.scenario_file)],
+            vec!["scenario".into(), format!("{} ({})", code(&s.scenario), text(&s.scenario_file))],
             vec![
                 "run".into(),
-                format!("{} started {}, seed {}, time scale {}", s.run_id, s.started_at, s.seed, s.time_scale),
+                format!("{} started {}, seed {}, time scale {}", text(&s.run_id), text(&s.started_at), s.seed, s.time_scale),
             ],
-            vec!["system under test".into(), s.sut.clone()],
+            vec!["system under test".into(), text(&s.sut)],
             vec![
                 "load".into(),
                 format!(
@@ -164,7 +165,8 @@ fn what_ran(d: &mut Doc, s: &Summary) {
                     s.generator.users,
                     match (&s.generator.shard, s.generator.workers > 1) {
                         (Some(shard), _) => format!(
-                            " as worker {shard} of a sharded run (**this share only**; attempts at a shared mock are in its folder; `chaos merge` gives the run)"
+                            " as worker {} of a sharded run (**this share only**; attempts at a shared mock are in its folder; `chaos merge` gives the run)",
+                            text(shard)
                         ),
                         (None, true) => format!(" in {} workers (shards merged on one clock)", s.generator.workers),
                         (None, false) => String::new(),
@@ -206,10 +208,15 @@ fn timeline(d: &mut Doc, s: &Summary) {
     // (seconds, order within the same second, wall clock, what)
     let mut rows: Vec<(f64, u8, String, String)> = Vec::new();
     for st in s.stages.iter().filter(|st| st.kind == "phase") {
-        rows.push((st.start_s, 0, String::new(), format!("phase `{}` starts", st.name)));
+        rows.push((st.start_s, 0, String::new(), format!("phase {} starts", code(&st.name))));
     }
     for f in s.faults.iter().filter(|f| f.group.is_none()) {
-        let what = format!("`{}` ({}{})", f.name, f.kind, f.multiplier.map_or(String::new(), |m| format!(" ×{m}")));
+        let what = format!(
+            "{} ({}{})",
+            code(&f.name),
+            text(&f.kind),
+            f.multiplier.map_or(String::new(), |m| format!(" ×{m}"))
+        );
         rows.push((f.start_s, 1, String::new(), format!("fault {what} starts")));
         if let Some(e) = f.end_s {
             rows.push((e, 1, String::new(), format!("fault {what} ends")));
@@ -221,17 +228,18 @@ fn timeline(d: &mut Doc, s: &Summary) {
                 r.ended_s + after,
                 2,
                 String::new(),
-                format!("recovered from `{}` ({} s after it ended)", r.fault, ms(after)),
+                format!("recovered from {} ({} s after it ended)", code(&r.fault), ms(after)),
             ));
         }
     }
     for (i, o) in s.observations.iter().enumerate() {
-        let who = o.author.as_deref().map_or(String::new(), |a| format!(" ({a})"));
+        let who = o.author.as_deref().map_or(String::new(), |a| format!(" ({})", text(a)));
         let what = match o.kind.as_str() {
-            "action" => format!("**{}** facilitator{who}: {}", i + 1, o.text),
-            _ => format!("**{}** observation{who}: {}", i + 1, o.text),
+            // The live page writes its actions in the mini-language (fault names in code).
+            "action" => format!("**{}** facilitator{who}: {}", i + 1, crate::markup::unlinked(&o.text)),
+            _ => format!("**{}** observation{who}: {}", i + 1, text(&o.text)),
         };
-        let wall = o.at.get(11..19).unwrap_or(&o.at).to_string();
+        let wall = text(o.at.get(11..19).unwrap_or(&o.at));
         rows.push((o.t_s, 3, wall, what));
     }
     rows.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
@@ -285,12 +293,12 @@ fn recovery(d: &mut Doc, s: &Summary) {
                 .iter()
                 .map(|r| {
                     vec![
-                        r.fault.clone(),
+                        text(&r.fault),
                         ms(r.ended_s),
                         r.seconds.map_or("**did not recover**".into(), |v| format!("{v} s")),
                         format!(
-                            "`{}`: valid p95 {} ms, not valid {}",
-                            r.baseline_stage,
+                            "{}: valid p95 {} ms, not valid {}",
+                            code(&r.baseline_stage),
                             ms(r.baseline_p95_ms),
                             pct(r.baseline_error_rate)
                         ),
@@ -353,7 +361,7 @@ fn retries(d: &mut Doc, s: &Summary, charts: &[String]) {
         // In stage order (step-2 before step-10), not the map's alphabetical order.
         for st in &s.stages {
             if let Some(a) = r.amplification.by_phase.get(&st.name) {
-                rows.push(vec![format!("attempts per request in `{}`", st.name), format!("{a}")]);
+                rows.push(vec![format!("attempts per request in {}", code(&st.name)), format!("{a}")]);
             }
         }
         d.push(Block::Table(vec!["metric".into(), "value".into()], rows));
@@ -428,8 +436,8 @@ fn failover(d: &mut Doc, s: &Summary, charts: &[String]) {
                     .iter()
                     .map(|f| {
                         vec![
-                            f.fault.clone(),
-                            f.upstream.clone(),
+                            text(&f.fault),
+                            text(&f.upstream),
                             f.share_before.map_or("—".into(), pct),
                             f.seconds.map_or("**never**".into(), |v| format!("{v} s")),
                         ]
@@ -447,7 +455,7 @@ fn capacity(d: &mut Doc, s: &Summary, charts: &[String]) {
         d.push(Block::Heading(
             2,
             match s.conditions.first() {
-                Some(c) => format!("Capacity: knee and safe limit (condition `{}`)", c.condition),
+                Some(c) => format!("Capacity: knee and safe limit (condition {})", code(&c.condition)),
                 None => "Capacity: knee and safe limit".into(),
             },
         ));
@@ -509,13 +517,18 @@ fn conditions(d: &mut Doc, s: &Summary) {
     if let Some(r) = &s.recommended {
         let pool = match (r.pool, &r.pool_condition) {
             (Some(p), Some(c)) => {
-                format!("; size pools and concurrency limits for **{p:.0} in flight** (needed under `{c}`)")
+                format!("; size pools and concurrency limits for **{p:.0} in flight** (needed under {})", code(c))
             }
             _ => String::new(),
         };
-        lines.push(format!("**Recommended operating limit: {} {}**, set by `{}`{pool}", r.load, r.unit, r.condition));
+        lines.push(format!(
+            "**Recommended operating limit: {} {}**, set by {}{pool}",
+            r.load,
+            r.unit,
+            code(&r.condition)
+        ));
         for u in &r.unknown {
-            lines.push(format!("no safe limit under {u}"));
+            lines.push(format!("no safe limit under {}", text(u)));
         }
     } else {
         lines.push("No recommended limit: no condition gave a safe limit (see each condition's confidence)".into());
@@ -524,8 +537,8 @@ fn conditions(d: &mut Doc, s: &Summary) {
     for c in s.conditions.iter().skip(1) {
         match (base, c.sweep.knee.as_ref().map(|k| k.load)) {
             (Some(b), Some(k)) => lines.push(format!(
-                "under `{}` the knee {} from {b} to {k} {unit} ({:.2}× the `{}` knee)",
-                c.condition,
+                "under {} the knee {} from {b} to {k} {unit} ({:.2}× the {} knee)",
+                code(&c.condition),
                 if k < b {
                     "drops"
                 } else if k > b {
@@ -534,10 +547,10 @@ fn conditions(d: &mut Doc, s: &Summary) {
                     "stays"
                 },
                 k / b,
-                first.condition
+                code(&first.condition)
             )),
-            (_, None) => lines.push(format!("under `{}`: no knee — {}", c.condition, c.sweep.confidence)),
-            (None, Some(k)) => lines.push(format!("under `{}` the knee is at {k} {unit}", c.condition)),
+            (_, None) => lines.push(format!("under {}: no knee — {}", code(&c.condition), c.sweep.confidence)),
+            (None, Some(k)) => lines.push(format!("under {} the knee is at {k} {unit}", code(&c.condition))),
         }
     }
     d.push(Block::List(lines));
@@ -558,12 +571,12 @@ fn conditions(d: &mut Doc, s: &Summary) {
             .iter()
             .map(|c| {
                 let fault = match (&c.fault_kind, c.multiplier) {
-                    (Some(k), Some(m)) => format!("{k} ×{m}"),
-                    (Some(k), None) => k.clone(),
+                    (Some(k), Some(m)) => format!("{} ×{m}", text(k)),
+                    (Some(k), None) => text(k),
                     _ => "none".into(),
                 };
                 vec![
-                    c.condition.clone(),
+                    text(&c.condition),
                     fault,
                     c.sweep.knee.as_ref().map_or("—".into(), |k| format!("{} {unit}", k.load)),
                     c.sweep.safe_limit.as_ref().map_or("—".into(), |l| format!("{} {unit}", l.load)),
@@ -596,11 +609,11 @@ fn verification(d: &mut Doc, s: &Summary) {
         None => format!("**never back** to the baseline ({base}) before the hold ended"),
     };
     d.push(Block::Para(format!(
-        "The limit is **{}**: {} {} held, `{}` fired from {:.1} s to {:.1} s; {back} (the limit needs {} s or less; back = 3 seconds in a row with p95 within 1.25× + 50 ms and errors within 2 points of the baseline).",
+        "The limit is **{}**: {} {} held, {} fired from {:.1} s to {:.1} s; {back} (the limit needs {} s or less; back = 3 seconds in a row with p95 within 1.25× + 50 ms and errors within 2 points of the baseline).",
         if v.verified { "VERIFIED" } else { "NOT VERIFIED" },
         v.load,
         v.unit,
-        v.trigger,
+        code(&v.trigger),
         v.trigger_start_s,
         v.trigger_end_s,
         v.within_s
@@ -642,11 +655,13 @@ fn probe(d: &mut Doc, s: &Summary, charts: &[String]) {
             (Some(f), _) => format!(
                 "{} × knee, {}: stuck; came back only once the load was lowered to {f} × knee ({:.1} req/s)",
                 c.fraction,
-                c.trigger,
+                text(&c.trigger),
                 f * p.knee_rps
             ),
-            (None, Some(f)) => format!("{} × knee, {}: stuck, and still stuck at {f} × knee", c.fraction, c.trigger),
-            _ => format!("{} × knee, {}: stuck", c.fraction, c.trigger),
+            (None, Some(f)) => {
+                format!("{} × knee, {}: stuck, and still stuck at {f} × knee", c.fraction, text(&c.trigger))
+            }
+            _ => format!("{} × knee, {}: stuck", c.fraction, text(&c.trigger)),
         });
     }
     d.push(Block::List(lines));
@@ -670,9 +685,9 @@ fn probe(d: &mut Doc, s: &Summary, charts: &[String]) {
             .iter()
             .map(|c| {
                 vec![
-                    c.cell.clone(),
+                    text(&c.cell),
                     format!("{} × ({:.1}/s)", c.fraction, c.rate),
-                    format!("{} ({} s)", c.trigger, c.trigger_s),
+                    format!("{} ({} s)", text(&c.trigger), c.trigger_s),
                     c.verdict.as_str().to_string(),
                     c.recovery_s.map_or("—".into(), |r| format!("{r} s")),
                     c.baseline_p95_ms.map_or("—".into(), ms),
@@ -715,10 +730,10 @@ pub(super) fn whatif_body(d: &mut Doc, w: &analysis::whatif::WhatIf) {
                 .map(|c| {
                     let n = |v: Option<f64>| v.map_or("—".into(), |x| format!("{}", (x * 1000.0).round() / 1000.0));
                     vec![
-                        c.metric.clone(),
+                        text(&c.metric),
                         n(c.measured),
                         n(c.simulated),
-                        c.tolerance.clone(),
+                        text(&c.tolerance),
                         if c.ok { "ok".into() } else { "**miss**".into() },
                     ]
                 })
@@ -727,8 +742,8 @@ pub(super) fn whatif_body(d: &mut Doc, w: &analysis::whatif::WhatIf) {
     }
     if !w.inferred.is_empty() {
         d.push(Block::Para(format!(
-            "The SUT's policy is not known to the harness; `{}` was fitted from the attempt log:",
-            w.ran
+            "The SUT's policy is not known to the harness; {} was fitted from the attempt log:",
+            code(&w.ran)
         )));
         d.push(Block::List(w.inferred.clone()));
     }
@@ -745,7 +760,7 @@ pub(super) fn whatif_body(d: &mut Doc, w: &analysis::whatif::WhatIf) {
     let row = |name: String, source: &str, o: &analysis::whatif::Outcomes| {
         vec![
             name,
-            source.to_string(),
+            text(source),
             format!("{}", o.amplification),
             o.max_window.map_or("—".into(), |m| format!("{m}")),
             pct(o.error_rate),
@@ -759,7 +774,7 @@ pub(super) fn whatif_body(d: &mut Doc, w: &analysis::whatif::WhatIf) {
     };
     let mut rows = vec![row("**measured**".into(), "the run", &w.measured)];
     for p in &w.policies {
-        let name = if p.source == "ran" { format!("`{}` (simulated)", p.name) } else { format!("`{}`", p.name) };
+        let name = if p.source == "ran" { format!("{} (simulated)", code(&p.name)) } else { code(&p.name) };
         rows.push(row(name, &p.source, &p.outcomes));
     }
     d.push(Block::Table(
@@ -788,7 +803,10 @@ pub(super) fn whatif_body(d: &mut Doc, w: &analysis::whatif::WhatIf) {
         d.push(Block::Para(line));
     }
     d.push(Block::List(
-        w.policies.iter().map(|p| format!("`{}`: {}", p.name, p.description.as_deref().unwrap_or("—"))).collect(),
+        w.policies
+            .iter()
+            .map(|p| format!("{}: {}", code(&p.name), text(p.description.as_deref().unwrap_or("—"))))
+            .collect(),
     ));
 }
 
@@ -815,16 +833,17 @@ fn whatif_calibration(w: &analysis::whatif::WhatIf) -> String {
             .join("; ");
     if c.calibrated {
         format!(
-            "**Calibrated**: simulating `{}` ({}) reproduces this run — {figures} (within ±10 % or ±0.05 on rates, ±2 s on recovery). The what-if numbers below come from the same model.",
-            w.ran, w.ran_source
+            "**Calibrated**: simulating {} ({}) reproduces this run — {figures} (within ±10 % or ±0.05 on rates, ±2 s on recovery). The what-if numbers below come from the same model.",
+            code(&w.ran),
+            text(&w.ran_source)
         )
     } else {
         let missed: Vec<&str> = c.checks.iter().filter(|k| !k.ok).map(|k| k.metric.as_str()).collect();
         format!(
-            "**Uncalibrated**: simulating `{}` ({}) does not reproduce this run ({} off: {figures}). The SUT does something the model lacks; read the what-if numbers below as directions, not predictions.",
-            w.ran,
-            w.ran_source,
-            missed.join(", ")
+            "**Uncalibrated**: simulating {} ({}) does not reproduce this run ({} off: {figures}). The SUT does something the model lacks; read the what-if numbers below as directions, not predictions.",
+            code(&w.ran),
+            text(&w.ran_source),
+            text(&missed.join(", "))
         )
     }
 }
@@ -837,7 +856,7 @@ const WHATIF_BETTER: f64 = 0.01;
 fn whatif_best(w: &analysis::whatif::WhatIf) -> Option<String> {
     let others: Vec<&analysis::whatif::PolicyOutcome> = w.policies.iter().skip(1).collect();
     let stuck: Vec<String> =
-        others.iter().filter(|p| p.outcomes.recovered == Some(false)).map(|p| format!("`{}`", p.name)).collect();
+        others.iter().filter(|p| p.outcomes.recovered == Some(false)).map(|p| code(&p.name)).collect();
     let best = others.iter().filter(|p| p.outcomes.recovered != Some(false)).max_by(|a, b| {
         a.outcomes
             .valid_rate
@@ -857,11 +876,11 @@ fn whatif_best(w: &analysis::whatif::WhatIf) -> Option<String> {
             };
             if o.valid_rate >= m.valid_rate + WHATIF_BETTER {
                 format!(
-                    "Of the policies that recovered, **`{}`** answers the most requests `ok`: {} against {} for `{}` as simulated, at A = {} (vs {}), peak {} at the provider (vs {}), {} (vs {}).",
-                    best.name,
+                    "Of the policies that recovered, **{}** answers the most requests `ok`: {} against {} for {} as simulated, at A = {} (vs {}), peak {} at the provider (vs {}), {} (vs {}).",
+                    code(&best.name),
                     pct(o.valid_rate),
                     pct(m.valid_rate),
-                    w.ran,
+                    code(&w.ran),
                     o.amplification,
                     m.amplification,
                     o.peak_in_flight,
@@ -871,11 +890,11 @@ fn whatif_best(w: &analysis::whatif::WhatIf) -> Option<String> {
                 )
             } else {
                 format!(
-                    "No policy that recovered answers at least {} % more requests `ok` than `{}` as simulated ({}; the best, `{}`, {}).",
+                    "No policy that recovered answers at least {} % more requests `ok` than {} as simulated ({}; the best, {}, {}).",
                     WHATIF_BETTER * 100.0,
-                    w.ran,
+                    code(&w.ran),
                     pct(m.valid_rate),
-                    best.name,
+                    code(&best.name),
                     pct(o.valid_rate)
                 )
             }

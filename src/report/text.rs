@@ -3,6 +3,7 @@
 //! words as the report.
 
 use crate::analysis::{self, RunStatus, Summary};
+use crate::markup::{code, text};
 use crate::record::count_served;
 use crate::scenario::wire_name;
 
@@ -52,7 +53,7 @@ pub fn stage_table(s: &Summary) -> (Vec<String>, Vec<Vec<String>>) {
                 st.latency_valid_ms.as_ref().map_or("—".into(), |p| latency(s, f(p)))
             };
             vec![
-                st.name.clone(),
+                text(&st.name),
                 match st.level {
                     analysis::summary::Level::Closed { users } => format!("{users} users"),
                     analysis::summary::Level::Open { rate } => format!("{rate} req/s"),
@@ -107,10 +108,10 @@ pub fn verdict_rows(v: &crate::gate::Verdict) -> Vec<Vec<String>> {
         .map(|c| {
             vec![
                 if c.passed { "pass".into() } else { "**FAIL**".into() },
-                c.name.clone(),
+                text(&c.name),
                 c.value.map_or("—".into(), |x| if x.fract() == 0.0 { format!("{x:.0}") } else { format!("{x:.3}") }),
-                c.expected.clone(),
-                c.reason.clone().unwrap_or_default(),
+                text(&c.expected),
+                text(c.reason.as_deref().unwrap_or_default()),
             ]
         })
         .collect()
@@ -120,14 +121,20 @@ pub fn verdict_rows(v: &crate::gate::Verdict) -> Vec<Vec<String>> {
 pub fn headlines(s: &Summary) -> Vec<String> {
     let mut out = Vec::new();
     if s.status == RunStatus::Aborted {
-        out.push(format!("**Run aborted**: {}", s.abort_reason.as_deref().unwrap_or("no reason recorded")));
+        out.push(format!("**Run aborted**: {}", text(s.abort_reason.as_deref().unwrap_or("no reason recorded"))));
     }
     for r in &s.recovery {
         out.push(match r.seconds {
-            Some(sec) => format!("Recovered **{sec} s** after fault `{}` ended (valid upstream answers and their p95 back near `{}`)", r.fault, r.baseline_stage),
+            Some(sec) => format!(
+                "Recovered **{sec} s** after fault {} ended (valid upstream answers and their p95 back near {})",
+                code(&r.fault),
+                code(&r.baseline_stage)
+            ),
             None => format!(
-                "**Did not recover** after fault `{}` ended at {} s: valid upstream answers or their p95 stayed away from `{}` until the run ended (metastable failure?)",
-                r.fault, r.ended_s, r.baseline_stage
+                "**Did not recover** after fault {} ended at {} s: valid upstream answers or their p95 stayed away from {} until the run ended (metastable failure?)",
+                code(&r.fault),
+                r.ended_s,
+                code(&r.baseline_stage)
             ),
         });
     }
@@ -161,27 +168,33 @@ pub fn headlines(s: &Summary) -> Vec<String> {
     for f in &s.failover {
         out.push(match f.seconds {
             Some(sec) => {
-                format!("Failover away from `{}` took **{sec} s** after fault `{}` began", f.upstream, f.fault)
+                format!(
+                    "Failover away from {} took **{sec} s** after fault {} began",
+                    code(&f.upstream),
+                    code(&f.fault)
+                )
             }
-            None => format!("**No failover**: `{}` kept ≥ 5 % of attempts during fault `{}`", f.upstream, f.fault),
+            None => {
+                format!("**No failover**: {} kept ≥ 5 % of attempts during fault {}", code(&f.upstream), code(&f.fault))
+            }
         });
     }
     if let Some(r) = &s.recommended {
         out.push(format!(
-            "Recommended operating limit **{} {}** (the lowest safe limit, set by `{}`){}",
+            "Recommended operating limit **{} {}** (the lowest safe limit, set by {}){}",
             r.load,
             r.unit,
-            r.condition,
+            code(&r.condition),
             r.pool.map_or(String::new(), |p| format!("; pools for {p:.0} in flight"))
         ));
     }
     if let Some(v) = &s.verify {
         out.push(format!(
-            "Safe limit {} {} **{}**: after `{}` it was {}",
+            "Safe limit {} {} **{}**: after {} it was {}",
             v.load,
             v.unit,
             if v.verified { "verified" } else { "NOT verified" },
-            v.trigger,
+            code(&v.trigger),
             v.recovery_s
                 .map_or("never back to the baseline".into(), |r| format!("back in {r} s (needs ≤ {} s)", v.within_s))
         ));
@@ -237,7 +250,7 @@ pub fn finding_lines(findings: &[crate::analysis::findings::Finding]) -> Vec<Str
                 crate::analysis::findings::Severity::Critical => "**critical**",
                 crate::analysis::findings::Severity::Warning => "**warning**",
             };
-            format!("{tag} {} *Change:* {} Gate metric: `{}`.", f.what, f.change, f.metric)
+            format!("{tag} {} *Change:* {} Gate metric: {}.", f.what, f.change, code(&f.metric))
         })
         .collect()
 }

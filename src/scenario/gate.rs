@@ -181,6 +181,10 @@ pub(super) fn check_gate(src: &Source, gate: &[GateCheck], load: Option<&Load>, 
     let stages: Vec<&str> = load.map(|l| l.stages.iter().map(|s| s.name.as_str()).collect()).unwrap_or_default();
     for (i, c) in gate.iter().enumerate() {
         let key = |k: &str| format!("gate[{i}].{k}");
+        // A check's name is a JUnit test case's name: the same rules as every other name.
+        if let Some(problem) = c.name.as_deref().and_then(crate::markup::name_problem) {
+            errors.push(src.invalid(&key("name"), problem, crate::markup::NAME_EXPECTED));
+        }
         let Some(metric) = metric(&c.metric) else {
             let hint = did_you_mean(&c.metric, names.iter().copied());
             errors.push(src.invalid(

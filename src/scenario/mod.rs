@@ -289,6 +289,8 @@ impl Scenario {
         let mut errors = Vec::new();
         if file.name.trim().is_empty() {
             errors.push(src.invalid("name", "an empty name", "a non-empty scenario name"));
+        } else if let Some(problem) = crate::markup::name_problem(&file.name) {
+            errors.push(src.invalid("name", problem, crate::markup::NAME_EXPECTED));
         }
         if file.upstream.is_empty() {
             errors.push(ScenarioError::MissingKey {

@@ -52,7 +52,9 @@ pub(super) fn resolve_members(
     let mut out = Vec::new();
     for (i, spec) in specs.iter().enumerate() {
         let key = |k: &str| format!("upstream[{i}].{k}");
-        if !valid_name(&spec.name) {
+        if let Some(problem) = crate::markup::name_problem(&spec.name) {
+            errors.push(src.invalid(&key("name"), problem, crate::markup::NAME_EXPECTED));
+        } else if !valid_name(&spec.name) {
             errors.push(src.invalid(&key("name"), format!("{:?}", spec.name), "a name of letters, digits, `-` or `_`"));
         } else if !seen.insert(spec.name.as_str()) {
             errors.push(src.invalid(

@@ -62,6 +62,10 @@ pub fn merge_all(src: &Source) -> (Vec<Merged>, Vec<ScenarioError>) {
         let at = format!("variant[{i}]");
         let Some(table) = v.as_table() else { continue }; // serde has refused it already
         let name = table.get("name").and_then(Value::as_str).unwrap_or_default().to_string();
+        if let Some(problem) = crate::markup::name_problem(&name) {
+            errors.push(src.invalid(&format!("{at}.name"), problem, crate::markup::NAME_EXPECTED));
+            continue;
+        }
         if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
             errors.push(src.invalid(
                 &format!("{at}.name"),

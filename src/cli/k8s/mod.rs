@@ -18,6 +18,7 @@
 //! The start is an absolute instant (now + `--start-in`): nodes are NTP-synchronised to
 //! milliseconds, and a worker scheduled late skips and counts what it missed.
 
+mod check;
 mod yaml;
 
 use std::path::{Path, PathBuf};
@@ -112,6 +113,7 @@ pub fn render(args: &RenderArgs, now: SystemTime) -> Result<String, CliError> {
     if !(args.time_scale > 0.0 && args.time_scale.is_finite()) {
         return Err(CliError::Usage(format!("--time-scale {}: expected a number > 0", args.time_scale)));
     }
+    check::flags(args)?;
     let mut scenario = Scenario::load(&args.scenario)?.scaled(args.time_scale);
     if let Some(v) = &args.variant {
         scenario = scenario.variant_named(v).map_err(CliError::Usage)?.clone();
@@ -477,15 +479,24 @@ fn config_key(rel: &str) -> String {
 }
 
 /// A DNS-1035 label prefix (lowercase letters, digits and `-`; a letter first; room left for
-/// the longest suffix, `-workers`, within 63 characters).
+/// the longest suffix, `-workers`, within 63 characters). When the name had to change (a
+/// capital, a character replaced, a cut), a short hash of it follows: two scenarios whose
+/// names differ (two emoji, `a_b` and `a-b`) must not render the same objects, or applying
+/// one would replace the other's.
 fn dns_name(s: &str) -> String {
-    let mut out: String =
-        s.to_ascii_lowercase().chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '-' }).collect();
+    const MAX: usize = 40;
+    let mapped: String =
+        s.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '-' }).collect();
+    let mut out = mapped.clone();
     if !out.starts_with(|c: char| c.is_ascii_lowercase()) {
         out.insert_str(0, "chaos-");
     }
-    out.truncate(40);
-    out.trim_end_matches('-').to_string()
+    if mapped == s && out.len() <= MAX && !out.ends_with('-') {
+        return out;
+    }
+    let hash = xxhash_rust::xxh3::xxh3_64(s.as_bytes()) as u32;
+    out.truncate(MAX - 9);
+    format!("{}-{hash:08x}", out.trim_end_matches('-'))
 }
 
 /// A label value: at most 63 characters, beginning and ending with a letter or digit.

@@ -74,11 +74,74 @@ fn what_a_shard_cannot_run_is_refused() {
 
 #[test]
 fn names_are_dns_labels() {
-    assert_eq!(dns_name("chaos-Slow_Upstream"), "chaos-slow-upstream");
+    assert_eq!(dns_name("chaos-slow-upstream"), "chaos-slow-upstream");
     assert_eq!(dns_name("9lives"), "chaos-9lives");
-    assert!(dns_name(&"x".repeat(80)).len() <= 40);
+    // A name that had to change carries a hash of what it was: distinct names, distinct objects.
+    let changed = dns_name("chaos-Slow_Upstream");
+    assert!(
+        changed.starts_with("chaos-slow-upstream-") && changed.len() == "chaos-slow-upstream-".len() + 8,
+        "{changed}"
+    );
+    assert_ne!(changed, dns_name("chaos-slow-upstream"));
+    assert_ne!(dns_name("chaos-😀"), dns_name("chaos-😁"));
+    for n in [dns_name(&"x".repeat(80)), dns_name(&"x".repeat(81)), dns_name("chaos-😀"), dns_name("chaos-x-")] {
+        assert!(n.len() <= 40 && check::dns_label(&format!("{n}-workers")), "{n}");
+    }
+    assert_ne!(dns_name(&"x".repeat(80)), dns_name(&"x".repeat(81)));
     assert_eq!(config_key("scenarios/a b.toml"), "scenarios_a_b.toml");
     let long = format!("{}-20261201T150000Z", "x".repeat(70));
     assert_eq!(label_value(&long).len(), 63);
     assert_eq!(label_value("-run-"), "run");
+}
+
+/// Two scenarios named with emoji only render objects (and result folders) of their own.
+#[test]
+fn emoji_only_scenario_names_render_distinct_objects() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = std::fs::read_to_string("ci/k8s/sharded.toml").unwrap();
+    let render_named = |name: &str| {
+        let path = dir.path().join(format!("{}.toml", name.len()));
+        let profile = std::fs::canonicalize("mock-upstreams/fixed.toml").unwrap();
+        let text = base
+            .replacen("name = \"k8s-sharded\"", &format!("name = \"{name}\""), 1)
+            .replace("../../mock-upstreams/fixed.toml", profile.to_str().unwrap());
+        std::fs::write(&path, text).unwrap();
+        let mut a = args(path.to_str().unwrap(), 2);
+        a.variant = None;
+        render(&a, at()).unwrap()
+    };
+    let object = |text: &str| text.lines().find(|l| l.trim_start().starts_with("name: \"chaos-")).unwrap().to_string();
+    let (a, b) = (render_named("😀"), render_named("😁"));
+    assert_ne!(object(&a), object(&b), "{}", object(&a));
+    let results = |text: &str| text.lines().find(|l| l.contains("/results/")).unwrap().to_string();
+    assert_ne!(results(&a), results(&b));
+}
+
+/// A flag that becomes a Kubernetes name or quantity is checked: exit 2, naming the flag.
+#[test]
+fn an_invalid_namespace_or_quantity_is_refused_naming_the_flag() {
+    let refused = |f: &dyn Fn(&mut RenderArgs)| {
+        let mut a = args("scenarios/slow-upstream.toml", 3);
+        f(&mut a);
+        let e = render(&a, at()).unwrap_err();
+        assert_eq!(e.exit(), crate::cli::Exit::Usage, "{e}");
+        e.to_string()
+    };
+    let e = refused(&|a| a.namespace = Some("Load_Test".into()));
+    assert!(e.starts_with("--namespace \"Load_Test\": expected an RFC 1123 label"), "{e}");
+    for bad in ["-x", "x-", "", &"a".repeat(64), "a.b", "ns\u{1b}"] {
+        let e = refused(&|a| a.namespace = Some(bad.to_string()));
+        assert!(e.starts_with("--namespace"), "{bad}: {e}");
+    }
+    let e = refused(&|a| a.cpu = "two".into());
+    assert!(e.starts_with("--cpu \"two\": expected a Kubernetes quantity"), "{e}");
+    assert!(refused(&|a| a.memory = "2GB".into()).starts_with("--memory \"2GB\""));
+    assert!(refused(&|a| a.storage = "-5Gi".into()).starts_with("--storage \"-5Gi\""));
+    assert!(refused(&|a| a.storage_class = Some("Fast SSD".into())).starts_with("--storage-class"));
+    for good in ["500m", "2", "1.5", ".5", "2Gi", "512Mi", "1G", "1e3", "1E", "100k", "+1"] {
+        assert!(check::quantity(good), "{good}");
+    }
+    for bad in ["", "m", "1.5.5", "1Gb", "1 Gi", "1e", "0x10", "1KI", "e3", "-1"] {
+        assert!(!check::quantity(bad), "{bad}");
+    }
 }

@@ -40,6 +40,9 @@ pub(crate) fn problems(load: &LoadSection) -> Problems {
         } else if !names.insert(p.name.as_str()) {
             push(key("name"), format!("{:?} again", p.name), "a name no other phase uses");
         }
+        if let Some(problem) = crate::markup::name_problem(&p.name) {
+            push(key("name"), problem, crate::markup::NAME_EXPECTED);
+        }
         if p.duration.as_std().is_zero() {
             push(key("duration"), "0s".into(), "a duration > 0");
         }
