@@ -311,5 +311,19 @@ fn records_stamped_past_the_run_are_refused_with_file_line_and_value() {
             let says = [format!("{file}:3"), format!("{field} = {value}")];
             refused(&copies, &root.path().join(format!("out{n}-{k}")), &[&says[0], &says[1], "past"], &case);
         }
+        // A worker's histogram window, in seconds from the load start.
+        let copies: Vec<PathBuf> =
+            dirs.iter().map(|d| root.path().join(format!("h{n}")).join(d.file_name().unwrap())).collect();
+        for (d, c) in dirs.iter().zip(&copies) {
+            copy(d, c);
+        }
+        let seconds = value / 1_000_000;
+        edit(&copies[1], "histograms.ndjson", |l| {
+            let mut v: serde_json::Value = serde_json::from_str(&l[0]).unwrap();
+            v["window"]["t_s"] = seconds.into();
+            l[0] = v.to_string();
+        });
+        let says = format!("histograms.ndjson: a window at t_s = {seconds} is past the run's end");
+        refused(&copies, &root.path().join(format!("out-h{n}")), &["w0", &says], "a histogram window past the run");
     }
 }
