@@ -14,7 +14,12 @@ use std::time::SystemTime;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::record::{Attempt, Event, Sample, WindowSummary};
+use crate::record::{Attempt, Event, Sample, Stamped, WindowSummary};
+
+mod horizon;
+mod integrity;
+
+pub use integrity::Damaged;
 
 /// The files of a run folder.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -132,6 +137,14 @@ pub enum FolderError {
         #[source]
         source: std::io::Error,
     },
+    /// The folder has no `summary.json` (or is no folder at all).
+    #[error("{}: {why}: not a run folder (chaos run writes one)", dir.display())]
+    NotARunFolder {
+        /// The folder.
+        dir: PathBuf,
+        /// What is missing, e.g. `no summary.json`.
+        why: String,
+    },
     /// A file is not what `chaos run` writes.
     #[error("{}:{line}: {message}", path.display())]
     Format {
@@ -148,6 +161,24 @@ pub enum FolderError {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RunFolder {
     dir: PathBuf,
+    /// The latest time a record of this folder may carry, µs on the run clock.
+    horizon_us: u64,
+}
+
+/// The latest time any record may carry, µs: ten years, the longest duration a file may give
+/// (`duration::MAX_DURATION`); the run clock starts at 0 shortly before the run.
+pub const MAX_RECORD_US: u64 = crate::duration::MAX_DURATION.as_secs() * 1_000_000;
+
+/// How far past its load's end a run's records may lie besides the run's own length: the
+/// requests in flight, the SUT's last retries and the mocks' shutdown, with room to spare.
+pub const HORIZON_MARGIN_US: u64 = 3_600_000_000;
+
+/// The latest time a record of a run whose load went from `load_start_us` to `load_end_us`
+/// may carry: its end plus its length plus [`HORIZON_MARGIN_US`], at most [`MAX_RECORD_US`].
+/// Every per-second series the analysis builds is therefore bounded by the run it describes.
+pub fn run_horizon(load_start_us: u64, load_end_us: u64) -> u64 {
+    let span = load_end_us.saturating_sub(load_start_us);
+    load_end_us.saturating_add(span).saturating_add(HORIZON_MARGIN_US).min(MAX_RECORD_US)
 }
 
 /// A run id from the wall clock, e.g. `20261129T201530Z`.
@@ -173,9 +204,39 @@ pub fn slug(name: &str) -> String {
 }
 
 impl RunFolder {
-    /// An existing folder (nothing is checked until a file is read).
+    /// An existing folder (nothing is checked until a file is read). Its records may carry
+    /// any time up to [`MAX_RECORD_US`] until [`RunFolder::within`] narrows it to the run's.
     pub fn open(dir: impl Into<PathBuf>) -> Self {
-        Self { dir: dir.into() }
+        Self { dir: dir.into(), horizon_us: MAX_RECORD_US }
+    }
+
+    /// The same folder, its records refused past `horizon_us` (see [`run_horizon`]).
+    pub fn within(mut self, horizon_us: u64) -> Self {
+        self.horizon_us = horizon_us.min(MAX_RECORD_US);
+        self
+    }
+
+    /// The latest time its records may carry, µs.
+    pub fn horizon_us(&self) -> u64 {
+        self.horizon_us
+    }
+
+    /// `Ok` when the folder is a folder that can be read; else it is named as no run folder.
+    pub fn require_folder(&self) -> Result<(), FolderError> {
+        let why = match std::fs::metadata(&self.dir) {
+            Ok(m) if m.is_dir() => return Ok(()),
+            Ok(_) => "a file, not a folder".to_string(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => "no such folder".to_string(),
+            Err(e) => format!("cannot be read ({e})"),
+        };
+        Err(FolderError::NotARunFolder { dir: self.dir.clone(), why })
+    }
+
+    /// `summary.json` as `T`; a folder without one is named as no run folder.
+    pub fn summary<T: DeserializeOwned>(&self) -> Result<T, FolderError> {
+        self.require_folder()?;
+        self.read_json(RunFile::Summary)?
+            .ok_or_else(|| FolderError::NotARunFolder { dir: self.dir.clone(), why: "no summary.json".into() })
     }
 
     /// Creates the folder: `out` as given, or `<root>/<scenario>/<run-id>` (with `-2`, `-3`…
@@ -243,31 +304,37 @@ impl RunFolder {
         self.dir.join("charts")
     }
 
-    /// Client samples, in file order.
+    /// Client samples, in file order. Like every typed log reader, it refuses a record whose
+    /// times lie past the folder's horizon, naming the line, the field and the value.
     pub fn samples(&self) -> Result<Vec<Sample>, FolderError> {
-        read_ndjson(&self.path(RunFile::Samples))
+        self.stamped(RunFile::Samples)
     }
 
     /// Upstream attempts, in arrival order.
     pub fn attempts(&self) -> Result<Vec<Attempt>, FolderError> {
-        let mut attempts: Vec<Attempt> = read_ndjson(&self.path(RunFile::Attempts))?;
+        let mut attempts: Vec<Attempt> = self.stamped(RunFile::Attempts)?;
         attempts.sort_by_key(|a| a.t_us);
         Ok(attempts)
     }
 
     /// The mock's fault events.
     pub fn events(&self) -> Result<Vec<Event>, FolderError> {
-        read_ndjson(&self.path(RunFile::Events))
+        self.stamped(RunFile::Events)
     }
 
     /// The room's observations and the facilitator's actions (empty when none were made).
     pub fn observations(&self) -> Result<Vec<crate::record::Observation>, FolderError> {
-        read_ndjson(&self.path(RunFile::Observations))
+        self.stamped(RunFile::Observations)
     }
 
     /// The 1 s windows.
     pub fn windows(&self) -> Result<Vec<WindowSummary>, FolderError> {
-        read_ndjson(&self.path(RunFile::Windows))
+        self.stamped(RunFile::Windows)
+    }
+
+    fn stamped<T: DeserializeOwned + Stamped>(&self, file: RunFile) -> Result<Vec<T>, FolderError> {
+        let horizon = self.horizon_us;
+        read_ndjson_checked(&self.path(file), |r: &T| horizon::check(r, horizon))
     }
 
     /// `shard.json`, when the folder is one share of a sharded run.
@@ -279,24 +346,6 @@ impl RunFolder {
     /// order; empty when the file does not exist.
     pub fn lines<T: DeserializeOwned>(&self, file: RunFile) -> Result<Vec<T>, FolderError> {
         read_ndjson(&self.path(file))
-    }
-
-    /// What is wrong with the folder's NDJSON logs: a log whose last line is cut short (the
-    /// appenders only ever write whole lines, so this is damage done after the run). Empty
-    /// when nothing is.
-    pub fn damage(&self) -> Vec<String> {
-        [
-            RunFile::Samples,
-            RunFile::Attempts,
-            RunFile::Events,
-            RunFile::Windows,
-            RunFile::Histograms,
-            RunFile::Observations,
-        ]
-        .into_iter()
-        .filter(|f| std::fs::read(self.path(*f)).is_ok_and(|b| b.last().is_some_and(|c| *c != b'\n')))
-        .map(|f| format!("{}: its last line is cut short", f.name()))
-        .collect()
     }
 
     /// A whole-file JSON document (`summary.json`, `resolved.json`) as `T`; `None` when the
@@ -352,6 +401,9 @@ pub struct NdjsonAppender {
     buf: Vec<u8>,
     /// Bytes of whole lines on disk.
     written: u64,
+    /// Whole lines on disk, and lines gathered but not yet written.
+    lines: u64,
+    pending: u64,
     /// The first write error, repeated for every later write.
     failed: Option<(std::io::ErrorKind, String)>,
     /// Tests: fail like a full disk once the file would pass this many bytes.
@@ -368,6 +420,8 @@ impl NdjsonAppender {
             path: path.to_path_buf(),
             buf: Vec::with_capacity(APPEND_BATCH),
             written: 0,
+            lines: 0,
+            pending: 0,
             failed: None,
             #[cfg(test)]
             limit: None,
@@ -379,11 +433,17 @@ impl NdjsonAppender {
         &self.path
     }
 
+    /// Lines on disk (what a reader of the file finds, as long as nobody else writes it).
+    pub fn lines(&self) -> u64 {
+        self.lines
+    }
+
     /// Appends one record as a line.
     pub fn append(&mut self, record: &impl Serialize) -> std::io::Result<()> {
         self.check()?;
         serde_json::to_writer(&mut self.buf, record).map_err(std::io::Error::other)?;
         self.buf.push(b'\n');
+        self.pending += 1;
         if self.buf.len() >= APPEND_BATCH { self.flush() } else { Ok(()) }
     }
 
@@ -398,11 +458,14 @@ impl NdjsonAppender {
         match result {
             Ok(()) => {
                 self.written += self.buf.len() as u64;
+                self.lines += self.pending;
+                self.pending = 0;
                 self.buf.clear();
                 Ok(())
             }
             Err(e) => {
                 self.buf.clear();
+                self.pending = 0;
                 // Cut back to whole lines (frees the part-line's bytes too); a file that cannot
                 // be cut (a device) keeps what it has.
                 let _ = self.file.set_len(self.written);
@@ -465,6 +528,14 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 /// Reads an NDJSON file; absent is empty. A last line cut short (the run was killed while
 /// writing it) is skipped; any other bad line is an error naming it.
 fn read_ndjson<T: DeserializeOwned>(path: &Path) -> Result<Vec<T>, FolderError> {
+    read_ndjson_checked(path, |_: &T| Ok(()))
+}
+
+/// [`read_ndjson`], each record also passed through `check` (an error names its line).
+fn read_ndjson_checked<T: DeserializeOwned>(
+    path: &Path,
+    check: impl Fn(&T) -> Result<(), String>,
+) -> Result<Vec<T>, FolderError> {
     let file = match std::fs::File::open(path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -481,7 +552,10 @@ fn read_ndjson<T: DeserializeOwned>(path: &Path) -> Result<Vec<T>, FolderError> 
             continue;
         }
         match serde_json::from_str(line) {
-            Ok(v) => out.push(v),
+            Ok(v) => {
+                check(&v).map_err(|message| FolderError::Format { path: path.to_path_buf(), line: i + 1, message })?;
+                out.push(v);
+            }
             Err(e) if i + 1 == last && e.is_eof() => {}
             Err(e) => {
                 return Err(FolderError::Format { path: path.to_path_buf(), line: i + 1, message: e.to_string() });

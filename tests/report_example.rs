@@ -78,3 +78,131 @@ fn a_damaged_folder_is_refused_and_left_alone() {
         assert_eq!(std::fs::read(dir.path().join("summary.json")).unwrap(), before, "{damage}: left alone");
     }
 }
+
+/// Makes the bad folder of a case from a good copy, `good`, in `at`; returns its path.
+type Make = fn(good: &Path, at: &Path) -> std::path::PathBuf;
+
+/// `chaos check` and `chaos compare` (and `chaos report`) on a damaged or foreign folder: exit
+/// 2 (never 3, never a panic) naming it and what was expected, no junit.xml written into it,
+/// no comparison written.
+#[test]
+fn check_and_compare_refuse_damaged_or_foreign_folders_naming_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = dir.path().join("good");
+    copy_dir(Path::new("reports/examples/slow-upstream/naive"), &good);
+    std::fs::remove_file(good.join("junit.xml")).ok();
+    // (case, make the folder, what check says, what compare and report say)
+    let cases: [(&str, Make, &str, &str); 8] = [
+        (
+            "attempts gone",
+            |g, at| {
+                copy_dir(g, at);
+                std::fs::remove_file(at.join("attempts.ndjson")).unwrap();
+                at.to_path_buf()
+            },
+            "attempts.ndjson: missing, but summary.json counts",
+            "attempts.ndjson: missing",
+        ),
+        (
+            "samples cut",
+            |g, at| {
+                copy_dir(g, at);
+                let b = std::fs::read(at.join("samples.ndjson")).unwrap();
+                std::fs::write(at.join("samples.ndjson"), &b[..b.len() - 20]).unwrap();
+                at.to_path_buf()
+            },
+            "samples.ndjson: its last line is cut short",
+            "samples.ndjson: its last line is cut short",
+        ),
+        (
+            "a sample at u64::MAX",
+            |g, at| {
+                copy_dir(g, at);
+                let text = std::fs::read_to_string(at.join("samples.ndjson")).unwrap();
+                let mut lines: Vec<String> = text.lines().map(String::from).collect();
+                let mut s: serde_json::Value = serde_json::from_str(&lines[2]).unwrap();
+                s["done_us"] = u64::MAX.into();
+                lines[2] = s.to_string();
+                std::fs::write(at.join("samples.ndjson"), lines.join("\n") + "\n").unwrap();
+                at.to_path_buf()
+            },
+            "",
+            "samples.ndjson:3: done_us = 18446744073709551615: past any run",
+        ),
+        (
+            "garbage for a summary",
+            |g, at| {
+                copy_dir(g, at);
+                std::fs::write(at.join("summary.json"), "{\"schema_version\": ").unwrap();
+                at.to_path_buf()
+            },
+            "summary.json:1:",
+            "summary.json:1:",
+        ),
+        (
+            "another tool's summary",
+            |g, at| {
+                copy_dir(g, at);
+                std::fs::write(at.join("summary.json"), "{\"hello\": 1}").unwrap();
+                at.to_path_buf()
+            },
+            "not a chaos summary",
+            "summary.json:1: missing field",
+        ),
+        (
+            "no summary",
+            |_, at| {
+                std::fs::create_dir_all(at).unwrap();
+                at.to_path_buf()
+            },
+            "no summary.json: not a run folder (chaos run writes one)",
+            "not a run folder",
+        ),
+        (
+            "a symlink loop",
+            |_, at| {
+                std::os::unix::fs::symlink(at, at).unwrap();
+                at.to_path_buf()
+            },
+            "not a run folder",
+            "not a run folder",
+        ),
+        (
+            "a file for a folder",
+            |g, at| {
+                std::fs::copy(g.join("summary.json"), at).unwrap();
+                at.to_path_buf()
+            },
+            "a file, not a folder: not a run folder",
+            "a file, not a folder: not a run folder",
+        ),
+    ];
+    let chaos = || std::process::Command::new(env!("CARGO_BIN_EXE_chaos"));
+    let says = |o: &std::process::Output, what: &str, name: &str, case: &str| {
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{case}: {err}");
+        assert!(err.contains(what) && err.contains(name), "{case}: expected {what:?} naming {name}: {err}");
+    };
+    for (n, (case, make, check_says, others_say)) in cases.into_iter().enumerate() {
+        let bad = make(&good, &dir.path().join(format!("bad{n}")));
+        let name = bad.file_name().unwrap().to_string_lossy().into_owned();
+        if !check_says.is_empty() {
+            says(&chaos().arg("check").arg(&bad).output().unwrap(), check_says, &name, case);
+            assert!(!bad.join("junit.xml").exists(), "{case}: check wrote no junit.xml");
+            // As a baseline too (a summary.json given as a file is a baseline, not a folder).
+            if bad.is_dir() || !bad.exists() {
+                let o = chaos().arg("check").arg(&good).arg("--baseline").arg(&bad).output().unwrap();
+                assert_eq!(o.status.code(), Some(2), "{case}: as a baseline: {}", String::from_utf8_lossy(&o.stderr));
+            }
+        }
+        let cmp = dir.path().join(format!("cmp{n}"));
+        says(
+            &chaos().arg("compare").arg(&good).arg(&bad).arg("--out").arg(&cmp).output().unwrap(),
+            others_say,
+            &name,
+            case,
+        );
+        assert!(!cmp.exists(), "{case}: no comparison written");
+        says(&chaos().arg("report").arg(&bad).output().unwrap(), others_say, &name, case);
+    }
+}

@@ -161,3 +161,130 @@ fn bad_input_is_refused_with_where_and_what() {
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(text(&o).contains("bad.toml:3:1") && text(&o).contains("max_retrys"), "{}", text(&o));
 }
+
+/// A copy of the committed example's naive run (a gateway game day) in `dir`, without the
+/// `whatif.json` it came with, so a written one shows.
+fn example(dir: &Path) -> PathBuf {
+    let from = Path::new(env!("CARGO_MANIFEST_DIR")).join("reports/examples/slow-upstream/naive");
+    let to = dir.join("naive");
+    std::fs::create_dir_all(&to).unwrap();
+    for entry in std::fs::read_dir(&from).unwrap() {
+        let p = entry.unwrap().path();
+        if p.is_file() && p.file_name().unwrap() != "whatif.json" {
+            std::fs::copy(&p, to.join(p.file_name().unwrap())).unwrap();
+        }
+    }
+    to
+}
+
+/// Every file in `dir`, with its bytes.
+fn files(dir: &Path) -> std::collections::BTreeMap<PathBuf, Vec<u8>> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_file())
+        .map(|p| (p.clone(), std::fs::read(&p).unwrap()))
+        .collect()
+}
+
+/// `chaos report` and `chaos whatif` on `run` both exit 2 saying each of `says`, and write
+/// nothing into it.
+fn both_refuse(run: &Path, says: &[&str], case: &str) {
+    let before = files(run);
+    for args in [vec!["report"], vec!["whatif", "--policy", "naive"]] {
+        let o = chaos().args(&args).arg(run).output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "{case}: {args:?}: {}", text(&o));
+        for s in says {
+            assert!(text(&o).contains(s), "{case}: {args:?}: expected {s:?} in {}", text(&o));
+        }
+        assert!(files(run) == before, "{case}: {args:?} wrote into the folder");
+        assert!(!run.join("whatif.json").exists(), "{case}: {args:?}: no whatif.json");
+    }
+}
+
+/// Damages a run folder.
+type Damage = fn(&Path);
+
+/// A folder without a log its summary counts (its attempts once re-analysed as A 0 while the
+/// totals still counted 1161 attempts, so amplification gates passed) is damaged for report
+/// and whatif alike: exit 2, the file named, nothing rewritten and no whatif.json.
+#[test]
+fn a_folder_missing_a_log_its_summary_counts_is_refused_and_left_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases: [(&str, Damage, &[&str]); 4] = [
+        (
+            "attempts gone",
+            |d| std::fs::remove_file(d.join("attempts.ndjson")).unwrap(),
+            &["attempts.ndjson: missing, but summary.json counts 1161 upstream attempts"],
+        ),
+        ("windows gone", |d| std::fs::remove_file(d.join("windows.ndjson")).unwrap(), &["windows.ndjson: missing"]),
+        ("samples gone", |d| std::fs::remove_file(d.join("samples.ndjson")).unwrap(), &["samples.ndjson: missing"]),
+        (
+            "attempts without their last 400 lines",
+            |d| {
+                let text = std::fs::read_to_string(d.join("attempts.ndjson")).unwrap();
+                let kept: Vec<&str> = text.lines().take(700).collect();
+                std::fs::write(d.join("attempts.ndjson"), kept.join("\n") + "\n").unwrap();
+            },
+            &["attempts.ndjson: 700 lines, but summary.json counts 1161"],
+        ),
+    ];
+    for (n, (case, damage, says)) in cases.into_iter().enumerate() {
+        let run = example(&dir.path().join(n.to_string()));
+        damage(&run);
+        let mut says = says.to_vec();
+        says.push("damaged run folder");
+        both_refuse(&run, &says, case);
+    }
+}
+
+/// A policy with a billion retries once validated and then never finished (15 GB in 60 s):
+/// the what-if's own check refuses more than 100, at the key.
+#[test]
+fn a_policy_with_more_retries_than_the_cap_is_refused_at_the_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = example(dir.path());
+    let before = files(&run);
+    for n in ["1000000000", "101"] {
+        let policy = dir.path().join("huge.toml");
+        std::fs::write(&policy, format!("name = \"huge\"\n[retry]\nmax_retries = {n}\non_status = [429]\n")).unwrap();
+        let o = chaos().arg("whatif").arg(&run).arg("--policy").arg(&policy).output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "{n}: {}", text(&o));
+        assert!(text(&o).contains("huge.toml:3:15") && text(&o).contains("at most 100 retries"), "{}", text(&o));
+    }
+    assert!(files(&run) == before, "nothing written");
+}
+
+/// A record stamped past the run — `u64::MAX` (once exit 134, a 147 TB allocation) or merely
+/// far past its end — is refused by report and whatif with its file, line, field and value.
+#[test]
+fn records_stamped_past_the_run_are_refused_with_file_line_and_value() {
+    let dir = tempfile::tempdir().unwrap();
+    let note = r#"{"t_us":1000,"at":"2026-11-29T20:15:30.000Z","kind":"note","text":"pager fired"}"#;
+    let event = r#"{"t_us":1000,"kind":"fault_added","upstream":null,"fault":"x","detail":null}"#;
+    // 10^13 µs is 115 days, 10^7 s likewise: within any run's bound, far past this one's 47 s.
+    for (value, seconds) in [(u64::MAX, u64::MAX), (10_000_000_000_000, 10_000_000)] {
+        let cases = [
+            ("samples.ndjson", "done_us", value),
+            ("attempts.ndjson", "t_us", value),
+            ("events.ndjson", "t_us", value),
+            ("windows.ndjson", "t_s", seconds),
+            ("observations.ndjson", "t_us", value),
+        ];
+        for (file, field, v) in cases {
+            let run = example(&dir.path().join(format!("{file}-{v}")));
+            let path = run.join(file);
+            let mut lines: Vec<String> =
+                std::fs::read_to_string(&path).unwrap_or_default().lines().map(String::from).collect();
+            while lines.len() < 3 {
+                lines.push(if file == "events.ndjson" { event } else { note }.to_string());
+            }
+            let mut line: serde_json::Value = serde_json::from_str(&lines[2]).unwrap();
+            line[field] = v.into();
+            lines[2] = line.to_string();
+            std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+            let case = format!("{file} {field} = {v}");
+            both_refuse(&run, &[&format!("{file}:3: {field} = {v}: past")], &case);
+        }
+    }
+}

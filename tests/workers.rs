@@ -220,8 +220,15 @@ fn three_workers_on_one_clock_merge_into_the_single_process_run() {
     let h = std::fs::read_to_string(foreign.join("histograms.ndjson")).unwrap();
     let cut = h.find("\"latency\":\"").unwrap() + 12;
     std::fs::write(foreign.join("histograms.ndjson"), format!("{}!!{}", &h[..cut], &h[cut..])).unwrap();
-    let out =
-        chaos().arg("merge").args(&dirs[..2]).arg(&foreign).arg("--out").arg(dir.path().join("m5")).output().unwrap();
+    let out = chaos()
+        .arg("merge")
+        .args(&dirs[..2])
+        .arg(&foreign)
+        .arg(dir.path().join("mock"))
+        .arg("--out")
+        .arg(dir.path().join("m5"))
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(text(&out).contains("foreign: histograms.ndjson: a serialized histogram is unreadable"), "{}", text(&out));
     let out = chaos().arg("merge").args(&dirs).arg(&single).arg("--out").arg(dir.path().join("m4")).output().unwrap();

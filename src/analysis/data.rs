@@ -30,8 +30,10 @@ pub struct RunData {
 
 impl RunData {
     /// The records of `folder` with the measured summary `base`. Missing logs are empty (an
-    /// aborted run may not have them).
+    /// aborted run may not have them). A record whose times lie past the run `base` describes
+    /// (see [`crate::run_folder::run_horizon`]) is refused, naming its file and line.
     pub fn with_base(folder: &RunFolder, base: Summary) -> Result<Self, FolderError> {
+        let folder = &folder.clone().within(horizon(folder, &base)?);
         Ok(Self {
             summary: base,
             samples: folder.samples()?,
@@ -46,15 +48,31 @@ impl RunData {
     /// Reads a saved folder: the measured summary from its `summary.json` (an error when it is
     /// missing or unreadable) and its records.
     pub fn load(folder: &RunFolder) -> Result<Self, FolderError> {
-        let base = folder.read_json::<Summary>(RunFile::Summary)?.ok_or_else(|| FolderError::Io {
-            path: folder.path(RunFile::Summary),
-            source: std::io::Error::from(std::io::ErrorKind::NotFound),
-        })?;
-        Self::with_base(folder, base)
+        Self::with_base(folder, folder.summary::<Summary>()?)
     }
 
     /// The instants of every correlated TTL expiry, µs on the run clock.
     pub fn expiries(&self) -> Vec<u64> {
         self.events.iter().filter(|e| e.kind == EventKind::TtlExpiry).map(|e| e.t_us).collect()
     }
+}
+
+/// The latest time a record of the run `base` describes may carry; a summary whose own load
+/// start or length lies past any run is refused (it would widen the horizon to match).
+fn horizon(folder: &RunFolder, base: &Summary) -> Result<u64, FolderError> {
+    let max = crate::run_folder::MAX_RECORD_US;
+    let duration_us = base.duration_s * 1e6;
+    if base.load_start_us > max || !(0.0..=max as f64).contains(&duration_us) {
+        return Err(FolderError::Format {
+            path: folder.path(RunFile::Summary),
+            line: 1,
+            message: format!(
+                "load_start_us = {}, duration_s = {}: past any run (at most 10 years); not a summary chaos writes",
+                base.load_start_us, base.duration_s
+            ),
+        });
+    }
+    // `duration_s` is rounded to the ms: a record at the very end stays inside.
+    let end = base.load_start_us.saturating_add(duration_us.ceil() as u64 + 1_000);
+    Ok(crate::run_folder::run_horizon(base.load_start_us, end))
 }

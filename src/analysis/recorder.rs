@@ -41,7 +41,8 @@ impl OutcomeCounts {
 
     /// All requests.
     pub fn total(&self) -> u64 {
-        self.0.iter().sum()
+        // Saturating: a forged count in a file must not overflow.
+        self.0.iter().fold(0u64, |a, b| a.saturating_add(*b))
     }
 
     /// Requests that failed (neither ok nor fallback).
@@ -411,7 +412,7 @@ pub fn merge_windows(lines: &[WindowHistograms]) -> Result<Vec<WindowSummary>, U
                 add(&mut into.valid, &w.valid);
                 add(&mut into.ttft, &w.ttft);
                 for o in Outcome::ALL {
-                    into.outcomes.0[o.index()] += w.outcomes.get(o);
+                    into.outcomes.0[o.index()] = into.outcomes.0[o.index()].saturating_add(w.outcomes.get(o));
                 }
             }
             None => {
@@ -527,21 +528,22 @@ impl StageRecord {
         }
         self.latency_max_us = self.latency_max_us.max(other.latency_max_us);
         self.latency_valid_max_us = self.latency_valid_max_us.max(other.latency_valid_max_us);
-        self.no_first_token += other.no_first_token;
+        // Saturating: the counts come from files, and a forged one must not overflow.
+        self.no_first_token = self.no_first_token.saturating_add(other.no_first_token);
         for o in Outcome::ALL {
-            self.outcomes.0[o.index()] += other.outcomes.get(o);
+            self.outcomes.0[o.index()] = self.outcomes.0[o.index()].saturating_add(other.outcomes.get(o));
         }
-        self.client_attempts += other.client_attempts;
-        self.sut_attempts.0 += other.sut_attempts.0;
-        self.sut_attempts.1 += other.sut_attempts.1;
-        self.warmup_excluded += other.warmup_excluded;
-        self.tokens += other.tokens;
+        self.client_attempts = self.client_attempts.saturating_add(other.client_attempts);
+        self.sut_attempts.0 = self.sut_attempts.0.saturating_add(other.sut_attempts.0);
+        self.sut_attempts.1 = self.sut_attempts.1.saturating_add(other.sut_attempts.1);
+        self.warmup_excluded = self.warmup_excluded.saturating_add(other.warmup_excluded);
+        self.tokens = self.tokens.saturating_add(other.tokens);
         self.id_range = match (self.id_range, other.id_range) {
             (Some((a, b)), Some((c, d))) => Some((a.min(c), b.max(d))),
             (a, b) => a.or(b),
         };
-        self.completed += other.completed;
-        self.good_completed += other.good_completed;
+        self.completed = self.completed.saturating_add(other.completed);
+        self.good_completed = self.good_completed.saturating_add(other.good_completed);
     }
 }
 

@@ -86,6 +86,14 @@ fn read_summary(path: &Path) -> Result<Summary, CliError> {
             path.join("hardened").display()
         )));
     }
+    if path.is_dir() {
+        return RunFolder::open(path).summary().map_err(|e| match e {
+            crate::run_folder::FolderError::Format { path, line, message } => {
+                CliError::Usage(format!("{}:{line}: not a chaos summary: {message}", path.display()))
+            }
+            e => CliError::Usage(e.to_string()),
+        });
+    }
     let text = std::fs::read_to_string(&file).map_err(|e| CliError::Usage(format!("{}: {e}", file.display())))?;
     serde_json::from_str(&text).map_err(|e| CliError::Usage(format!("{}: not a chaos summary: {e}", file.display())))
 }
@@ -133,12 +141,19 @@ pub fn exit_for(v: &Verdict, dir: &Path) -> Result<(), CliError> {
 }
 
 pub(super) fn run(args: &Args) -> Result<(), CliError> {
-    let summary = read_summary(&args.run_dir)?;
     let folder = RunFolder::open(&args.run_dir);
+    // A summary.json given here would get its junit.xml written beside nothing.
+    folder.require_folder().map_err(|e| CliError::Usage(e.to_string()))?;
+    let summary = read_summary(&args.run_dir)?;
+    // A summary its records contradict judges nothing, and gets no junit.xml.
+    folder.trusted().map_err(crate::report::ReportError::from)?;
     let checks = crate::experiment::gate_checks(&folder).map_err(|e| CliError::Usage(e.to_string()))?;
     let mut verdict = gate::evaluate(&summary, &checks);
     if let Some(base) = &args.baseline {
         let baseline = read_summary(base)?;
+        if base.is_dir() {
+            RunFolder::open(base).trusted().map_err(crate::report::ReportError::from)?;
+        }
         comparable(&summary, &baseline, base)?;
         let metrics: Vec<(String, Option<String>)> = if checks.is_empty() {
             gate::DEFAULT_BASELINE_METRICS.iter().map(|m| ((*m).to_string(), None)).collect()

@@ -29,9 +29,7 @@ pub fn expand(dirs: &[PathBuf]) -> Result<Vec<PathBuf>, CliError> {
     let mut out = Vec::new();
     for d in dirs {
         let folder = RunFolder::open(d);
-        if !d.is_dir() {
-            return Err(CliError::Usage(format!("{}: not a run folder (no such folder)", d.display())));
-        }
+        folder.require_folder().map_err(|e| CliError::Usage(e.to_string()))?;
         if folder.path(RunFile::Summary).exists() {
             out.push(d.clone());
             continue;

@@ -135,7 +135,42 @@ pub(super) async fn run(mut args: Args) -> Result<(), CliError> {
     if let Some(t0) = shared_t0 {
         pool.add_faults_at(faults, t0).map_err(|e| CliError::Usage(format!("faults: {e}")))?;
     }
-    if let (Some(s), Some(out)) = (&scenario, &args.out) {
+    let shard = match (&scenario, &args.out) {
+        (Some(s), Some(out)) => Some(ShardOut::start(s, &args, out, &pool)?),
+        _ => None,
+    };
+    announce(&pool).map_err(|source| CliError::Io { context: "writing to stdout".into(), source })?;
+    shutdown.wait().await;
+    tracing::info!("shutting down");
+    let stopped = pool.shutdown().await;
+    if let Some(shard) = shard {
+        shard.finish()?;
+    }
+    stopped?;
+    Ok(())
+}
+
+/// The mock's attempt tap, and how many attempts have come out of it.
+type Tap = std::sync::Mutex<(std::sync::mpsc::Receiver<std::sync::Arc<crate::mock::Attempt>>, u64)>;
+
+/// The `shard.json` of a shared mock's folder: written as it starts, and again once it has
+/// stopped with the attempts it recorded, so `chaos merge` can tell an attempt log that was cut
+/// or emptied afterwards.
+struct ShardOut {
+    folder: crate::run_folder::RunFolder,
+    file: crate::record::ShardFile,
+    /// Every attempt recorded, as it is; drained as the mock runs (the tap is unbounded).
+    tap: std::sync::Arc<Tap>,
+    drain: tokio::task::JoinHandle<()>,
+}
+
+impl ShardOut {
+    fn start(
+        s: &crate::scenario::Scenario,
+        args: &Args,
+        out: &std::path::Path,
+        pool: &MockPool,
+    ) -> Result<Self, CliError> {
         let shard = crate::record::Shard::new(0, args.workers.max(1)).unwrap_or(crate::record::Shard::WHOLE);
         let file = crate::experiment::shard_file(
             s,
@@ -143,15 +178,37 @@ pub(super) async fn run(mut args: Args) -> Result<(), CliError> {
             shard,
             args.start_at.unwrap_or_else(std::time::SystemTime::now),
         );
-        crate::run_folder::RunFolder::open(out)
+        let folder = crate::run_folder::RunFolder::open(out);
+        folder
             .write_json(crate::run_folder::RunFile::Shard, &file)
             .map_err(|e| CliError::Usage(format!("--out: {e}")))?;
+        let tap: std::sync::Arc<Tap> = std::sync::Arc::new(std::sync::Mutex::new((pool.tap_attempts(), 0)));
+        let t = tap.clone();
+        let drain = tokio::spawn(async move {
+            let mut tick = tokio::time::interval(std::time::Duration::from_millis(200));
+            loop {
+                tick.tick().await;
+                Self::count(&t);
+            }
+        });
+        Ok(Self { folder, file, tap, drain })
     }
-    announce(&pool).map_err(|source| CliError::Io { context: "writing to stdout".into(), source })?;
-    shutdown.wait().await;
-    tracing::info!("shutting down");
-    pool.shutdown().await?;
-    Ok(())
+
+    fn count(tap: &Tap) -> u64 {
+        let mut t = tap.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        t.1 += t.0.try_iter().count() as u64;
+        t.1
+    }
+
+    /// After the mock has stopped (every attempt recorded is in the tap by then).
+    fn finish(mut self) -> Result<(), CliError> {
+        self.drain.abort();
+        self.file.attempts = Some(Self::count(&self.tap));
+        self.file.finished = true;
+        self.folder
+            .write_json(crate::run_folder::RunFile::Shard, &self.file)
+            .map_err(|e| CliError::Io { context: "writing shard.json".into(), source: std::io::Error::other(e) })
+    }
 }
 
 /// The scenario the mock serves (`--scenario`), scaled and narrowed to its variant; its

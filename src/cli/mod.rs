@@ -172,7 +172,9 @@ impl CliError {
             Self::Gateway(crate::gateway::GatewayError::Upstream { .. }) => Exit::Usage,
             Self::Run(e) if e.is_usage() => Exit::Usage,
             Self::Compare(
-                crate::experiment::CompareError::NotComparable(_) | crate::experiment::CompareError::Read(_),
+                crate::experiment::CompareError::NotComparable(_)
+                | crate::experiment::CompareError::Read(_)
+                | crate::experiment::CompareError::Damaged(_),
             ) => Exit::Usage,
             Self::Compare(_) => Exit::Harness,
             Self::Merge(e) if e.is_usage() => Exit::Usage,
@@ -181,9 +183,7 @@ impl CliError {
             Self::Mock(crate::mock::MockError::AdminExposed(_))
             | Self::Run(crate::experiment::RunError::Mock(crate::mock::MockError::AdminExposed(_))) => Exit::Usage,
             Self::Mock(_) | Self::Gateway(_) | Self::Io { .. } | Self::Control { .. } => Exit::Harness,
-            Self::Report(crate::report::ReportError::Read(_) | crate::report::ReportError::Damaged { .. }) => {
-                Exit::Usage
-            }
+            Self::Report(crate::report::ReportError::Read(_) | crate::report::ReportError::Damaged(_)) => Exit::Usage,
             Self::Run(_) | Self::Aborted { .. } | Self::Report(_) => Exit::Harness,
             Self::GateFailed { .. } => Exit::GateFailed,
         }

@@ -37,6 +37,10 @@ pub(super) fn run(args: &Args) -> Result<(), CliError> {
 /// A folder of a run with variants: each variant's report again, then the comparison.
 fn comparison(dir: &std::path::Path) -> Result<(), CliError> {
     let runs = super::compare::expand(&[dir.to_path_buf()])?;
+    // Every variant is judged before any is rewritten.
+    for r in &runs {
+        RunFolder::open(r).trusted().map_err(crate::report::ReportError::from)?;
+    }
     for r in &runs {
         crate::experiment::refinish(&RunFolder::open(r))?;
     }

@@ -42,6 +42,10 @@ pub(super) fn run(args: &Args) -> Result<(), CliError> {
         others.extend(whatif::policy::shipped().into_iter().map(|p| (p, "shipped".to_string())));
     }
     let runs = super::compare::expand(std::slice::from_ref(&args.run_dir))?;
+    // Every folder is judged before anything is written into any of them.
+    for dir in &runs {
+        RunFolder::open(dir).trusted().map_err(crate::report::ReportError::from)?;
+    }
     let mut out = String::new();
     for dir in &runs {
         let folder = RunFolder::open(dir);

@@ -77,6 +77,15 @@ pub(super) struct Driven {
     pub(super) target: String,
     /// A shard's generator that started after the shared start: by how much, ms.
     pub(super) late_start_ms: f64,
+    /// Lines the sample and histogram logs hold.
+    pub(super) written: Written,
+}
+
+/// Lines written to the logs a merge checks, as their appenders counted them.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct Written {
+    pub(super) samples: u64,
+    pub(super) histograms: u64,
 }
 
 /// Starts the SUT (into `started`, so it is stopped whatever happens next), waits until it is
@@ -171,7 +180,12 @@ pub(super) async fn start_and_drive(
     }
     super::capacity::follow_up(&mut run).await?;
     let load_end_us = plan.clock.now_us();
+    let written = run.outputs.as_ref().map_or_else(Written::default, |o| Written {
+        samples: o.samples.lines(),
+        histograms: o.histograms.as_ref().map_or(0, crate::run_folder::NdjsonAppender::lines),
+    });
     Ok(Driven {
+        written,
         stages: run.stages,
         records: run.records,
         report: run.report,

@@ -26,17 +26,11 @@ pub fn finish(folder: &RunFolder, base: Summary, checks: &[GateCheck]) -> Result
 }
 
 /// [`finish`] for a saved folder: the measured summary from its `summary.json`, the checks
-/// from its `resolved.json`. A damaged folder (a cut log, or no samples for a run that
-/// counted requests) is refused with what is damaged, and left as it is.
+/// from its `resolved.json`. A damaged folder ([`RunFolder::damage`]: a cut log, or a log its
+/// summary counts missing or short) is refused with what is damaged, and left as it is.
 pub fn refinish(folder: &RunFolder) -> Result<Finished, ReportError> {
     let data = RunData::load(folder).map_err(ReportError::Read)?;
-    let mut damage = folder.damage();
-    if data.summary.totals.requests > 0 && !folder.path(RunFile::Samples).exists() {
-        damage.push(format!("{} is missing", RunFile::Samples.name()));
-    }
-    if !damage.is_empty() {
-        return Err(ReportError::Damaged { dir: folder.dir().to_path_buf(), damage });
-    }
+    folder.trusted()?;
     finish_data(folder, &data, &gate_checks(folder).map_err(ReportError::Read)?)
 }
 
@@ -67,6 +61,9 @@ pub enum CompareError {
     /// A run folder could not be read.
     #[error(transparent)]
     Read(FolderError),
+    /// A run folder is damaged (nothing is written, the comparison included).
+    #[error(transparent)]
+    Damaged(#[from] crate::run_folder::Damaged),
     /// The comparison could not be written.
     #[error(transparent)]
     Report(#[from] ReportError),
@@ -80,6 +77,7 @@ pub fn compare_runs(out: &std::path::Path, runs: &[std::path::PathBuf]) -> Resul
     for dir in runs {
         let folder = RunFolder::open(dir);
         let data = RunData::load(&folder).map_err(CompareError::Read)?;
+        folder.trusted()?;
         let a = analysis::analyse(&data);
         let checks = gate_checks(&folder).map_err(CompareError::Read)?;
         let verdict = (!checks.is_empty()).then(|| gate::evaluate(&a.summary, &checks));

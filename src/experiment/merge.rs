@@ -12,6 +12,10 @@
 //! generators' counts are summed, and the run is finished by the same pipeline as `chaos run`
 //! (analyse → gate → render).
 //!
+//! Nothing is written to `--out` until every input has passed every check (`inputs`,
+//! `gather`): a wrong input is a usage error (exit 2) naming its folder, its file and what
+//! was expected, and the inputs are never written to.
+//!
 //! Layer 6 (it runs the finish pipeline); the reading is `run_folder`'s, the merging of
 //! histograms `analysis::recorder`'s.
 
@@ -19,11 +23,13 @@ use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use super::{base, finish};
-use crate::analysis::recorder::{HistogramLine, StageHistograms, WindowHistograms};
 use crate::load::{LoadReport, StageSchedule};
-use crate::record::{Attempt, Event, Sample, ShardFile, ShardRole};
+use crate::record::{ShardFile, ShardRole};
 use crate::run_folder::{FolderError, RunFile, RunFolder};
 use crate::scenario::Scenario;
+
+mod gather;
+mod inputs;
 
 /// Why shard folders could not be merged.
 #[derive(Debug, thiserror::Error)]
@@ -73,17 +79,48 @@ pub enum MergeError {
         /// The shard.
         shard: String,
     },
-    /// A worker's histograms are damaged or missing.
+    /// A folder's records are wrong (missing, or disagreeing with its summary).
     #[error("{}: {what}", dir.display())]
-    Histograms {
+    Input {
         /// The folder.
         dir: PathBuf,
+        /// What is wrong, and what was expected.
+        what: String,
+    },
+    /// An input's path is not a folder, cannot be resolved, or is given twice.
+    #[error("{}: {what}", path.display())]
+    Path {
+        /// The path as given.
+        path: PathBuf,
         /// What is wrong.
         what: String,
     },
-    /// A file could not be read or written.
+    /// `--out` is an input, lies inside one or holds one.
+    #[error(
+        "--out {}: {how} the input {}: a merge never writes into its inputs (--force would delete their files); give a new folder",
+        out.display(),
+        input.display()
+    )]
+    OutIsInput {
+        /// `--out` as given.
+        out: PathBuf,
+        /// `is`, `is inside`, `holds`.
+        how: &'static str,
+        /// The input, as given.
+        input: PathBuf,
+    },
+    /// The mock folders do not match what the workers ran against.
     #[error("{0}")]
-    Folder(#[from] FolderError),
+    Mocks(String),
+    /// An input folder is damaged.
+    #[error(transparent)]
+    Damaged(#[from] crate::run_folder::Damaged),
+    /// An input could not be read.
+    #[error("{0}")]
+    Read(#[from] FolderError),
+    /// The merged folder could not be written.
+    #[error("{0}")]
+    Write(FolderError),
     /// The output folder could not be created.
     #[error("--out {0}")]
     Create(#[from] crate::run_folder::CreateError),
@@ -95,7 +132,7 @@ pub enum MergeError {
 impl MergeError {
     /// Whether the problem is in what the user asked for (exit 2).
     pub fn is_usage(&self) -> bool {
-        !matches!(self, Self::Folder(_) | Self::Report(_))
+        !matches!(self, Self::Write(_) | Self::Report(_))
     }
 }
 
@@ -133,156 +170,32 @@ pub fn wait_for(dirs: &[PathBuf], wait: std::time::Duration) {
     }
 }
 
-/// Checks that `dirs` hold one whole run; returns the workers by index, then the mocks.
-fn check(dirs: &[PathBuf]) -> Result<(Vec<Shard>, Vec<Shard>), MergeError> {
-    let mut shards = Vec::new();
-    for d in dirs {
-        let file = RunFolder::open(d).shard()?.ok_or_else(|| MergeError::NotAShard(d.clone()))?;
-        shards.push(Shard { dir: d.clone(), file });
-    }
-    let (mut workers, mocks): (Vec<Shard>, Vec<Shard>) =
-        shards.into_iter().partition(|s| s.file.role == ShardRole::Worker);
-    let first = workers.first().ok_or(MergeError::NoWorker)?.file.clone();
-    for s in workers.iter().chain(&mocks) {
-        let f = &s.file;
-        let differs = [
-            (f.scenario_hash != first.scenario_hash).then(|| {
-                format!(
-                    "scenario {} (hash {}) vs {} (hash {})",
-                    f.scenario, f.scenario_hash, first.scenario, first.scenario_hash
-                )
-            }),
-            (f.seed != first.seed).then(|| format!("seed {} vs {}", f.seed, first.seed)),
-            (f.shard.count != first.shard.count).then(|| format!("{} workers vs {}", f.shard.count, first.shard.count)),
-            (f.start_at != first.start_at).then(|| format!("start {} vs {}", f.start_at, first.start_at)),
-        ];
-        let what: Vec<String> = differs.into_iter().flatten().collect();
-        if !what.is_empty() {
-            return Err(MergeError::Foreign {
-                dir: s.dir.clone(),
-                what: format!("{} (the first worker's folder has the other)", what.join("; ")),
-            });
-        }
-    }
-    workers.sort_by_key(|s| s.file.shard.index);
-    for pair in workers.windows(2) {
-        if pair[0].file.shard.index == pair[1].file.shard.index {
-            return Err(MergeError::Duplicate {
-                first: pair[0].dir.clone(),
-                second: pair[1].dir.clone(),
-                shard: pair[0].file.shard.to_string(),
-            });
-        }
-    }
-    let n = first.shard.count;
-    let missing: Vec<String> =
-        (0..n).filter(|i| !workers.iter().any(|s| s.file.shard.index == *i)).map(|i| format!("{i}/{n}")).collect();
-    if !missing.is_empty() {
-        return Err(MergeError::Missing { missing: missing.join(", "), count: n });
-    }
-    if let Some(s) = workers.iter().find(|s| !s.file.finished) {
-        return Err(MergeError::Unfinished { dir: s.dir.clone(), shard: s.file.shard.to_string() });
-    }
-    Ok((workers, mocks))
-}
-
-/// Merges the shard folders `dirs` into `out` (an empty or new folder; `force` replaces a
-/// previous run's files there) and finishes the merged run.
+/// Merges the shard folders `dirs` into `out` (an empty or new folder, none of the inputs;
+/// `force` replaces a previous run's files there) and finishes the merged run. Every check
+/// passes before anything is written.
 pub fn merge(dirs: &[PathBuf], out: &Path, force: bool) -> Result<Merged, MergeError> {
-    let (workers, mocks) = check(dirs)?;
+    let canonical = inputs::resolve(dirs)?;
+    inputs::check_out(out, dirs, &canonical)?;
+    let (workers, mocks) = inputs::shards(dirs)?;
     let first = RunFolder::open(&workers[0].dir);
-    let mut scenario: Scenario = first.read_json(RunFile::Resolved)?.ok_or_else(|| MergeError::Histograms {
-        dir: workers[0].dir.clone(),
-        what: "resolved.json is missing".into(),
-    })?;
+    let missing = |what: &str| MergeError::Input { dir: workers[0].dir.clone(), what: what.into() };
+    let mut scenario: Scenario =
+        first.read_json(RunFile::Resolved)?.ok_or_else(|| missing("resolved.json is missing (a worker writes it)"))?;
     scenario.text = std::fs::read_to_string(first.path(RunFile::ScenarioText)).unwrap_or_default();
+    let load = scenario.load.clone().ok_or_else(|| missing("resolved.json has no [load]"))?;
+    let t0_us = workers[0].file.t0_us;
+    let load_end_us = workers.iter().map(|w| w.file.load_end_us).max().unwrap_or(0);
+    let g = gather::gather(&workers, &mocks, load.stages.len(), crate::run_folder::run_horizon(t0_us, load_end_us))?;
+
     let folder = RunFolder::create(Some(out), Path::new("."), &scenario.name, "merged", force)?;
-    folder.write(RunFile::ScenarioText, scenario.text.as_bytes())?;
-    folder.write_json(RunFile::Resolved, &scenario)?;
+    folder.write(RunFile::ScenarioText, scenario.text.as_bytes()).map_err(MergeError::Write)?;
+    folder.write_json(RunFile::Resolved, &scenario).map_err(MergeError::Write)?;
+    append_all(&folder, RunFile::Samples, &g.samples).map_err(MergeError::Write)?;
+    append_all(&folder, RunFile::Attempts, &g.attempts).map_err(MergeError::Write)?;
+    append_all(&folder, RunFile::Events, &g.events).map_err(MergeError::Write)?;
+    append_all(&folder, RunFile::Windows, &g.windows).map_err(MergeError::Write)?;
 
-    // Records onto the one timeline: samples in completion order, attempts in arrival order.
-    let mut samples: Vec<Sample> = Vec::new();
-    let mut stage_lines: Vec<StageHistograms> = Vec::new();
-    let mut window_lines: Vec<WindowHistograms> = Vec::new();
-    // Where each worker's lines begin, to name the folder of an unreadable histogram.
-    let mut firsts: Vec<(usize, usize)> = Vec::new();
-    for w in &workers {
-        firsts.push((stage_lines.len(), window_lines.len()));
-        let f = RunFolder::open(&w.dir);
-        samples.extend(f.samples()?);
-        let lines: Vec<HistogramLine> = f.lines(RunFile::Histograms)?;
-        if lines.is_empty() && w.file.issued > 0 {
-            return Err(MergeError::Histograms {
-                dir: w.dir.clone(),
-                what: "histograms.ndjson is missing or empty: a worker writes it (chaos run --worker)".into(),
-            });
-        }
-        for l in lines {
-            match l {
-                HistogramLine::Window(x) => window_lines.push(x),
-                HistogramLine::Stage(x) => stage_lines.push(*x),
-            }
-        }
-    }
-    samples.sort_by_key(|s| (s.done_us, s.id));
-    // The attempts and events are the shared mock's when it ran one; else each worker's own.
-    let sources: Vec<&Shard> = if mocks.is_empty() { workers.iter().collect() } else { mocks.iter().collect() };
-    let mut attempts: Vec<Attempt> = Vec::new();
-    let mut events: Vec<Event> = Vec::new();
-    for s in &sources {
-        let f = RunFolder::open(&s.dir);
-        attempts.extend(f.attempts()?);
-        events.extend(f.events()?);
-    }
-    attempts.sort_by_key(|a| a.t_us);
-    events.sort_by_key(|e| e.t_us);
-    append_all(&folder, RunFile::Samples, &samples)?;
-    append_all(&folder, RunFile::Attempts, &attempts)?;
-    append_all(&folder, RunFile::Events, &events)?;
-
-    let load = scenario.load.clone().ok_or_else(|| MergeError::Histograms {
-        dir: workers[0].dir.clone(),
-        what: "resolved.json has no [load]".into(),
-    })?;
-    // An unreadable histogram is named by its worker's folder (found again, on this path only).
-    let whose = |e: crate::analysis::recorder::UnpackError| {
-        let mut ends = firsts.iter().skip(1).copied().chain([(stage_lines.len(), window_lines.len())]);
-        let dir = firsts
-            .iter()
-            .zip(&workers)
-            .find(|((s0, w0), _)| {
-                let (s1, w1) = ends.next().unwrap_or_default();
-                crate::analysis::recorder::merge_stages(load.stages.len(), &stage_lines[*s0..s1]).is_err()
-                    || crate::analysis::recorder::merge_windows(&window_lines[*w0..w1]).is_err()
-            })
-            .map_or_else(|| out.to_path_buf(), |(_, w)| w.dir.clone());
-        MergeError::Histograms { dir, what: format!("histograms.ndjson: {e}") }
-    };
-    let records = crate::analysis::recorder::merge_stages(load.stages.len(), &stage_lines).map_err(whose)?;
-    let windows = crate::analysis::recorder::merge_windows(&window_lines).map_err(whose)?;
-    append_all(&folder, RunFile::Windows, &windows)?;
-
-    let report = LoadReport {
-        stages: (0..load.stages.len())
-            .map(|k| {
-                let mut s = StageSchedule::default();
-                for w in &workers {
-                    let x = w.file.stages.get(k).copied().unwrap_or_default();
-                    s.arrivals += x.arrivals;
-                    s.claimed += x.claimed;
-                    s.dropped += x.dropped;
-                    s.missed += x.missed;
-                    // The shards' peaks need not coincide: their sum bounds the run's.
-                    s.max_in_flight += x.max_in_flight;
-                }
-                s
-            })
-            .collect(),
-        users: workers.iter().map(|w| w.file.users as usize).sum(),
-        lost_samples: workers.iter().map(|w| w.file.lost_samples).sum(),
-        issued: workers.iter().map(|w| w.file.issued).sum(),
-        hit_request_limit: workers.iter().any(|w| w.file.hit_request_limit),
-    };
+    let report = load_report(&workers, load.stages.len());
     let reasons: Vec<String> = workers
         .iter()
         .filter_map(|w| w.file.abort_reason.as_ref().map(|r| format!("worker {}: {r}", w.file.shard)))
@@ -293,11 +206,11 @@ pub fn merge(dirs: &[PathBuf], out: &Path, force: bool) -> Result<Merged, MergeE
     let id = base::identity(&scenario, &run_id, start_at, &target, &sut);
     let measured = base::Measured {
         load: &load,
-        records: &records,
+        records: &g.records,
         report: &report,
-        attempts: &attempts,
-        t0_us: workers[0].file.t0_us,
-        load_end_us: workers.iter().map(|w| w.file.load_end_us).max().unwrap_or(0),
+        attempts: &g.attempts,
+        t0_us,
+        load_end_us,
         reason: (!reasons.is_empty()).then(|| reasons.join("; ")),
         workers: workers.len() as u32,
         late_start_ms: workers.iter().map(|w| w.file.late_start_ms).fold(0.0, f64::max),
@@ -307,6 +220,31 @@ pub fn merge(dirs: &[PathBuf], out: &Path, force: bool) -> Result<Merged, MergeE
     let summary = base::measured(id, &measured);
     let finished = finish::finish(&folder, summary, &scenario.gate)?;
     Ok(Merged { dir: folder.dir().to_path_buf(), finished, workers: workers.len() as u32, mocks: mocks.len() })
+}
+
+/// The generators' counts, summed over the workers.
+fn load_report(workers: &[Shard], stages: usize) -> LoadReport {
+    LoadReport {
+        stages: (0..stages)
+            .map(|k| {
+                let mut s = StageSchedule::default();
+                for w in workers {
+                    let x = w.file.stages.get(k).copied().unwrap_or_default();
+                    s.arrivals = s.arrivals.saturating_add(x.arrivals);
+                    s.claimed = s.claimed.saturating_add(x.claimed);
+                    s.dropped = s.dropped.saturating_add(x.dropped);
+                    s.missed = s.missed.saturating_add(x.missed);
+                    // The shards' peaks need not coincide: their sum bounds the run's.
+                    s.max_in_flight = s.max_in_flight.saturating_add(x.max_in_flight);
+                }
+                s
+            })
+            .collect(),
+        users: workers.iter().map(|w| w.file.users as usize).fold(0, usize::saturating_add),
+        lost_samples: workers.iter().map(|w| w.file.lost_samples).fold(0, u64::saturating_add),
+        issued: workers.iter().map(|w| w.file.issued).fold(0, u64::saturating_add),
+        hit_request_limit: workers.iter().any(|w| w.file.hit_request_limit),
+    }
 }
 
 /// The SUT's target and description, as the first worker's summary gives them.

@@ -211,6 +211,10 @@ pub fn shard_file(
         lost_samples: 0,
         hit_request_limit: false,
         stages: Vec::new(),
+        shared_mock: false,
+        samples: None,
+        histograms: None,
+        attempts: None,
     }
 }
 
@@ -309,7 +313,8 @@ pub async fn run(scenario: &Scenario, options: &RunOptions, stopper: Stopper) ->
 
     let clock = match &options.worker {
         Some(w) => {
-            let shard = shard_file(scenario, crate::record::ShardRole::Worker, w.shard, w.start_at);
+            let mut shard = shard_file(scenario, crate::record::ShardRole::Worker, w.shard, w.start_at);
+            shard.shared_mock = w.mock.is_some();
             folder.write_json(RunFile::Shard, &shard)?;
             shared_clock(w.start_at).ok_or_else(|| RunError::Worker("--start-at: too far in the past".into()))?
         }
@@ -369,10 +374,13 @@ pub async fn run(scenario: &Scenario, options: &RunOptions, stopper: Stopper) ->
     if reason.is_none() && driven.report.hit_request_limit {
         reason = Some(format!("limits.max_requests ({}) reached", scenario.limits.max_requests));
     }
-    let attempts = folder.attempts().unwrap_or_else(|e| {
-        tracing::warn!("attempt log unreadable, attempts are not counted: {e}");
-        Vec::new()
-    });
+    let (attempts, attempts_read) = match folder.attempts() {
+        Ok(a) => (a, true),
+        Err(e) => {
+            tracing::warn!("attempt log unreadable, attempts are not counted: {e}");
+            (Vec::new(), false)
+        }
+    };
     // The scenario as it ran: with the stages and faults the verification and the probe laid
     // out, so the summary and `resolved.json` describe every stage and window.
     let ran = ran_as(scenario, &driven);
@@ -400,6 +408,11 @@ pub async fn run(scenario: &Scenario, options: &RunOptions, stopper: Stopper) ->
         // What this shard's generator counted, for `chaos merge`; written before the report,
         // so a shard whose report fails still leaves its figures.
         let mut shard = shard_file(scenario, crate::record::ShardRole::Worker, w.shard, w.start_at);
+        shard.shared_mock = w.mock.is_some();
+        // What its logs hold, so `chaos merge` can tell a log cut or emptied after the run.
+        shard.samples = Some(driven.written.samples);
+        shard.histograms = Some(driven.written.histograms);
+        shard.attempts = (w.mock.is_none() && attempts_read).then_some(attempts.len() as u64);
         shard.late_start_ms = driven.late_start_ms;
         shard.finished = true;
         shard.abort_reason = reason;

@@ -182,7 +182,7 @@ impl<F> Attempt<F> {
 
     /// When the mock finished with it, µs on the run clock.
     pub fn end_us(&self) -> u64 {
-        self.t_us + self.duration_us
+        self.t_us.saturating_add(self.duration_us)
     }
 }
 

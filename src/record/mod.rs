@@ -11,6 +11,7 @@ mod event;
 mod observation;
 mod sample;
 mod shard;
+mod stamp;
 mod window;
 
 pub use attempt::{Api, Attempt, Decision, parse_request_id};
@@ -18,4 +19,5 @@ pub use event::{Event, EventKind};
 pub use observation::{Observation, ObservationKind};
 pub use sample::{Outcome, Sample, count_failed, count_served};
 pub use shard::{Shard, ShardFile, ShardRole, ShardStage};
+pub use stamp::{Stamp, Stamped};
 pub use window::{WindowLatency, WindowSummary};

@@ -132,6 +132,21 @@ pub struct ShardFile {
     /// Per stage, what its generator counted.
     #[serde(default)]
     pub stages: Vec<ShardStage>,
+    /// A worker whose upstreams were the shared mock (`chaos run --worker … --mock URL`): its
+    /// attempts are in the mock's folder, which `chaos merge` then needs exactly once.
+    #[serde(default)]
+    pub shared_mock: bool,
+    /// Lines its `samples.ndjson` holds, as its writer counted them (absent in folders
+    /// written before it was recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub samples: Option<u64>,
+    /// Lines its `histograms.ndjson` holds, likewise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub histograms: Option<u64>,
+    /// Lines its `attempts.ndjson` holds: the attempts its mocks recorded (a worker with its
+    /// own mocks, or the shared mock once it has stopped), likewise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attempts: Option<u64>,
 }
 
 #[cfg(test)]

@@ -35,19 +35,10 @@ pub enum ReportError {
     /// An output file could not be written (a harness problem).
     #[error(transparent)]
     Write(FolderError),
-    /// The folder's records are damaged: re-analysing them would mix the saved totals with
-    /// numbers from incomplete records, so nothing is rewritten.
-    #[error(
-        "{}: damaged run folder ({}); nothing was rewritten: re-analysing would mix the saved totals with numbers from incomplete records",
-        dir.display(),
-        damage.join("; ")
-    )]
-    Damaged {
-        /// The folder.
-        dir: std::path::PathBuf,
-        /// What is damaged.
-        damage: Vec<String>,
-    },
+    /// The folder's records are damaged (see [`RunFolder::damage`]): re-analysing them would
+    /// mix the saved totals with numbers from incomplete records, so nothing is rewritten.
+    #[error(transparent)]
+    Damaged(#[from] crate::run_folder::Damaged),
 }
 
 /// `summary.json` as written: the analysed summary, then the gate verdict when the scenario

@@ -91,6 +91,7 @@ fn a_full_disk_leaves_whole_lines_and_names_the_file() {
     // Cut back to the last whole line: the ten written records, nothing of the failed batch.
     assert_eq!(std::fs::metadata(folder.path(RunFile::Samples)).unwrap().len(), size);
     assert_eq!(folder.samples().unwrap(), samples[..10]);
+    assert_eq!(out.lines(), 10, "the lines on disk, not those that failed");
     assert!(folder.damage().is_empty(), "{:?}", folder.damage());
     // Every later record is refused with the same error, and nothing more is written.
     let again = out.append(&samples[30]).unwrap_err();
@@ -112,4 +113,36 @@ fn an_atomic_write_that_fails_leaves_no_temp_file() {
     assert!(write_atomic(&onto_dir, b"{}").is_err());
     let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
     assert_eq!(left, [std::ffi::OsString::from("summary.json")], "only the directory: no .tmp left");
+}
+
+#[test]
+fn a_record_past_the_horizon_is_refused_with_its_line_field_and_value() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut late = Sample::answered(1, 10, 20);
+    late.done_us = 5_000_000;
+    let lines = [Sample::answered(0, 10, 20), late];
+    let text: String = lines.iter().map(|s| serde_json::to_string(s).unwrap() + "\n").collect();
+    std::fs::write(dir.path().join("samples.ndjson"), text).unwrap();
+    let folder = RunFolder::open(dir.path());
+    assert_eq!(folder.samples().unwrap().len(), 2, "within any run's bound");
+    let e = folder.clone().within(4_000_000).samples().unwrap_err().to_string();
+    assert!(e.contains("samples.ndjson:2: done_us = 5000000: past the run's end (4000000 µs"), "{e}");
+    // The horizon: the end, plus the run's length, plus the margin; never past ten years.
+    assert_eq!(run_horizon(1_000_000, 3_000_000), 5_000_000 + HORIZON_MARGIN_US);
+    assert_eq!(run_horizon(0, u64::MAX), MAX_RECORD_US);
+}
+
+#[test]
+fn a_log_short_of_what_its_summary_or_shard_counts_is_damage() {
+    let dir = tempfile::tempdir().unwrap();
+    let folder = RunFolder::open(dir.path());
+    std::fs::write(folder.path(RunFile::Summary), r#"{"totals": {"requests": 3, "upstream_attempts": 4}}"#).unwrap();
+    let text: String = (0..2).map(|i| serde_json::to_string(&Sample::answered(i, 10, 20)).unwrap() + "\n").collect();
+    std::fs::write(folder.path(RunFile::Samples), text).unwrap();
+    let d = folder.damage();
+    assert!(d.contains(&"samples.ndjson: 2 lines, but summary.json counts 3 requests".to_string()), "{d:?}");
+    assert!(d.iter().any(|x| x.starts_with("windows.ndjson: missing")), "{d:?}");
+    assert!(d.iter().any(|x| x.starts_with("attempts.ndjson: missing, but summary.json counts 4")), "{d:?}");
+    let e = folder.trusted().unwrap_err().to_string();
+    assert!(e.contains("damaged run folder (samples.ndjson: 2 lines"), "{e}");
 }

@@ -96,6 +96,9 @@ pub enum WhatIfError {
     /// No request was recorded.
     #[error("the run recorded no client request to replay")]
     NoRequests,
+    /// A policy would make unbounded work of the replay.
+    #[error(transparent)]
+    TooManyAttempts(#[from] sim::TooManyAttempts),
 }
 
 /// The world of a run: the provider side and the arrivals to replay.
@@ -193,11 +196,11 @@ pub fn whatif(run: &Run<'_>, others: &[(Policy, String)]) -> Result<WhatIf, What
     let world = world(run)?;
     let (ran, ran_source, inferred) = ran_policy(run);
     let measured = measure::outcomes(run.summary, run.samples, run.attempts);
-    let sim = |p: &Policy| {
-        let r = simulate(&world, p);
-        measure::outcomes(run.summary, &r.samples, &r.attempts)
+    let sim = |p: &Policy| -> Result<Outcomes, WhatIfError> {
+        let r = simulate(&world, p)?;
+        Ok(measure::outcomes(run.summary, &r.samples, &r.attempts))
     };
-    let ran_out = sim(&ran);
+    let ran_out = sim(&ran)?;
     let calibration = measure::calibrate(&measured, &ran_out);
     let mut policies = vec![PolicyOutcome {
         name: ran.name.clone(),
@@ -211,7 +214,7 @@ pub fn whatif(run: &Run<'_>, others: &[(Policy, String)]) -> Result<WhatIf, What
             name: p.name.clone(),
             description: p.description.clone(),
             source: source.clone(),
-            outcomes: sim(&p),
+            outcomes: sim(&p)?,
         });
     }
     Ok(WhatIf {

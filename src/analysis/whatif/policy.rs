@@ -16,6 +16,11 @@ use crate::gateway::config::{
 };
 use crate::located::{Problems, ScenarioError, Source};
 
+/// The most retries per request a policy may give: each is simulated, and a policy of a
+/// billion once never finished (15 GB in 60 s). The simulator holds every policy, the one that
+/// ran included, to the attempts this allows ([`super::sim::attempt_cap`]).
+pub const MAX_RETRIES: u32 = 100;
+
 /// A client-side policy to simulate: the gateway's sections plus three protections of its own.
 ///
 /// The gateway's sections are repeated field by field rather than `#[serde(flatten)]`ed from
@@ -134,6 +139,13 @@ impl Policy {
 
     fn problems(&self) -> Problems {
         let mut out = Problems::default();
+        if self.retry.max_retries > MAX_RETRIES {
+            out.push(
+                "retry.max_retries",
+                self.retry.max_retries.to_string(),
+                format!("at most {MAX_RETRIES} retries per request (each one is simulated)"),
+            );
+        }
         if let Some(t) = &self.throttle {
             if !(t.max_tokens > 0.0 && t.max_tokens <= 1000.0) {
                 out.push("throttle.max_tokens", t.max_tokens.to_string(), "a number in (0, 1000]");

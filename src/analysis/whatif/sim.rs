@@ -238,8 +238,31 @@ fn us(d: crate::duration::Duration) -> u64 {
     u64::try_from(d.as_std().as_micros()).unwrap_or(u64::MAX)
 }
 
-/// Runs `policy` over `world`.
-pub fn simulate(world: &World, policy: &Policy) -> Records {
+/// The most attempts a simulation of `world` may make: every request with
+/// [`super::policy::MAX_RETRIES`] retries. A policy that would pass it (one that ran with more
+/// retries, or fitted from a log that claims them) is stopped there rather than left to
+/// grow without bound.
+pub fn attempt_cap(world: &World) -> usize {
+    world.arrivals.len().max(1).saturating_mul(super::policy::MAX_RETRIES as usize + 1)
+}
+
+/// A simulation stopped at [`attempt_cap`].
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error(
+    "policy `{policy}` would make more than {cap} upstream attempts for {requests} requests (at most {} retries each): simulation stopped",
+    super::policy::MAX_RETRIES
+)]
+pub struct TooManyAttempts {
+    /// The policy's name.
+    pub policy: String,
+    /// The cap it reached.
+    pub cap: usize,
+    /// The requests replayed.
+    pub requests: usize,
+}
+
+/// Runs `policy` over `world`; stops at [`attempt_cap`].
+pub fn simulate(world: &World, policy: &Policy) -> Result<Records, TooManyAttempts> {
     let base = Instant::now();
     let t0 = world.arrivals.first().map_or(world.t0_us, |a| a.intended_us.min(world.t0_us));
     let at = |t: u64| base + Duration::from_micros(t);
@@ -288,11 +311,15 @@ pub fn simulate(world: &World, policy: &Policy) -> Records {
         });
         sim.at(a.intended_us, Ev::Arrive(i));
     }
+    let cap = attempt_cap(world);
     while let Some(Reverse((t, _, ev))) = sim.events.pop() {
+        if sim.atts.len() > cap {
+            return Err(TooManyAttempts { policy: policy.name.clone(), cap, requests: world.arrivals.len() });
+        }
         sim.now = t;
         sim.handle(ev);
     }
-    sim.records()
+    Ok(sim.records())
 }
 
 impl Sim<'_> {

@@ -84,7 +84,7 @@ fn storm_429() -> NamedFault {
 fn a_full_429_storm_gives_n_plus_one_attempts_per_request() {
     let w = world(upstream(None, 10), vec![storm_429()], 20.0, 60);
     for n in [1, 3, 5] {
-        let r = simulate(&w, &policy(immediate(n)));
+        let r = simulate(&w, &policy(immediate(n))).unwrap();
         assert_eq!(r.attempts.len() as u64, (n as u64 + 1) * r.samples.len() as u64, "N = {n}");
         assert!(r.samples.iter().all(|s| s.outcome == Outcome::RateLimited && s.sut_attempts == Some(n + 1)));
     }
@@ -94,7 +94,7 @@ fn a_full_429_storm_gives_n_plus_one_attempts_per_request() {
 fn a_ten_percent_budget_holds_a_near_1_1_once_warmed_up() {
     let w = world(upstream(None, 10), vec![storm_429()], 20.0, 120);
     let budget = RetryBudget { percent: 10.0, min_per_second: 0, window: D::from_secs(10) };
-    let r = simulate(&w, &policy(RetryConfig { budget: Some(budget), ..immediate(3) }));
+    let r = simulate(&w, &policy(RetryConfig { budget: Some(budget), ..immediate(3) })).unwrap();
     let a = amplification(&r, 20, 120);
     assert!((a - 1.1).abs() <= 0.02, "A = {a} after the warm-up");
 }
@@ -104,7 +104,7 @@ fn honouring_retry_after_removes_every_violation() {
     let w = world(upstream(None, 10), vec![storm_429()], 20.0, 60);
     let all = [Span { name: "all".into(), from_us: 0, to_us: u64::MAX }];
     let violations = |p: &Policy| {
-        let r = simulate(&w, p);
+        let r = simulate(&w, p).unwrap();
         analyse(&r.samples, &r.attempts, &all, 0, None).unwrap().retry_after_violations
     };
     let naive = violations(&policy(immediate(3)));
@@ -118,7 +118,7 @@ fn mixed_failures_give_the_textbook_amplification() {
     for (p, n) in [(0.3, 3), (0.5, 2), (0.1, 1)] {
         let f = fault(&format!("kind = \"status\"\ncode = 500\nprobability = {p}\n"));
         let w = world(upstream(None, 10), vec![f], 100.0, 100);
-        let r = simulate(&w, &policy(immediate(n)));
+        let r = simulate(&w, &policy(immediate(n))).unwrap();
         let a = r.attempts.len() as f64 / r.samples.len() as f64;
         let expected = expected_amplification(p, n);
         // 10 000 requests: the standard error of A is below 0.01.
@@ -130,14 +130,14 @@ fn mixed_failures_give_the_textbook_amplification() {
 fn slots_serve_c_over_s_and_queue_the_rest() {
     // 4 slots × 100 ms = 40 req/s; offered 80 req/s for 10 s: the queue grows by 40 a second.
     let w = world(upstream(Some(4), 100), vec![], 80.0, 10);
-    let r = simulate(&w, &policy(RetryConfig::default()));
+    let r = simulate(&w, &policy(RetryConfig::default())).unwrap();
     let done_by_10s = r.samples.iter().filter(|s| s.done_us <= 10_000_000).count();
     assert!((395..=405).contains(&done_by_10s), "{done_by_10s} served in 10 s");
     let last = r.samples.iter().map(|s| s.done_us).max().unwrap();
     assert!((19_900_000..=20_100_000).contains(&last), "800 requests need 20 s: last done at {last} µs");
     // Half the load is served without any queue.
     let w = world(upstream(Some(4), 100), vec![], 20.0, 10);
-    let r = simulate(&w, &policy(RetryConfig::default()));
+    let r = simulate(&w, &policy(RetryConfig::default())).unwrap();
     assert!(r.samples.iter().all(|s| s.latency_us() == 100_000));
 }
 
@@ -149,7 +149,7 @@ fn timed_out_attempts_free_their_slot_and_are_retried() {
         client: ClientConfig { pool_size: 1000, attempt_timeout: Some(D::from_secs(5)), ..ClientConfig::default() },
         ..policy(immediate(3))
     };
-    let r = simulate(&w, &p);
+    let r = simulate(&w, &p).unwrap();
     assert!(r.attempts.iter().all(|a| a.client_disconnected && a.duration_us == 5_000_000));
     // The load's 30 s timeout ends the fourth attempt... no: 4 × 5 s = 20 s < 30 s, so 4 each.
     assert_eq!(r.attempts.len(), 4 * r.samples.len());
@@ -161,7 +161,7 @@ fn backoff_waits_within_its_ceiling() {
     let w = world(upstream(None, 10), vec![fault("kind = \"status\"\ncode = 503\n")], 10.0, 20);
     let retry =
         RetryConfig { backoff: Some(Backoff { base: D::from_millis(100), max: D::from_secs(1) }), ..immediate(3) };
-    let r = simulate(&w, &policy(retry));
+    let r = simulate(&w, &policy(retry)).unwrap();
     let mut by_id: std::collections::BTreeMap<u64, Vec<&crate::record::Attempt>> = Default::default();
     r.attempts.iter().for_each(|a| by_id.entry(a.id().unwrap()).or_default().push(a));
     for list in by_id.values() {
@@ -180,7 +180,7 @@ fn a_breaker_sheds_a_dead_provider_with_fallbacks() {
         fallback: FallbackConfig { enabled: true, ..FallbackConfig::default() },
         ..policy(RetryConfig::default())
     };
-    let r = simulate(&w, &p);
+    let r = simulate(&w, &p).unwrap();
     let fallbacks = r.samples.iter().filter(|s| s.outcome == Outcome::Fallback).count();
     // Open 5 s, then 3 probes fail and it opens again: nearly everything is a fallback.
     assert!(fallbacks as f64 > 0.9 * r.samples.len() as f64, "{fallbacks} fallbacks");
@@ -194,7 +194,7 @@ fn the_same_world_gives_the_same_records() {
     up.profile.latency.ttft = Distribution::Lognormal { p50: D::from_millis(400), p99: D::from_millis(1500) };
     let w = world(up, vec![f], 20.0, 40);
     let p = Policy::from_gateway(crate::gateway::config::GatewayConfig::shipped("hardened").unwrap());
-    let (a, b) = (simulate(&w, &p), simulate(&w, &p));
+    let (a, b) = (simulate(&w, &p).unwrap(), simulate(&w, &p).unwrap());
     assert_eq!(a.samples, b.samples);
     assert_eq!(a.attempts, b.attempts);
 }
@@ -203,7 +203,7 @@ fn the_same_world_gives_the_same_records() {
 /// [10 s, 20 s) and answers slowed to 3 s in [30 s, 40 s).
 fn fitted_from(p: &Policy) -> (Records, infer::Inferred) {
     let w = fitted_world();
-    let r = simulate(&w, p);
+    let r = simulate(&w, p).unwrap();
     let fitted = infer::infer(&r.samples, &r.attempts, w.client_timeout_us);
     (r, fitted)
 }
@@ -222,7 +222,7 @@ fn the_policy_that_made_the_records_is_fitted_back() {
     assert_eq!(p.client.attempt_timeout, Some(D::from_secs(1)));
     assert!(!p.cache.enabled && !p.breaker.enabled && p.limit.max_concurrent.is_none());
     // Simulated again, the fitted policy makes the same number of attempts.
-    let again = simulate(&fitted_world(), p);
+    let again = simulate(&fitted_world(), p).unwrap();
     assert_eq!(again.attempts.len(), r.attempts.len());
 
     let backed_off = RetryConfig {
@@ -258,18 +258,18 @@ fn retry_after_caches_and_breakers_are_fitted_and_said() {
         ..policy(honour)
     };
     // The storm covers the whole run, so no answer is ever cached: no cache can be seen.
-    let r = simulate(&w, &p);
+    let r = simulate(&w, &p).unwrap();
     let fitted = infer::infer(&r.samples, &r.attempts, w.client_timeout_us);
     assert!(fitted.policy.retry.honour_retry_after, "{:?}", fitted.notes);
     assert!(fitted.notes.iter().any(|n| n.starts_with("Retry-After: honoured")));
     assert!(!fitted.policy.cache.enabled);
 
     let w = World { faults: vec![], ..w };
-    let r = simulate(&w, &p);
+    let r = simulate(&w, &p).unwrap();
     let fitted = infer::infer(&r.samples, &r.attempts, w.client_timeout_us);
     assert!(fitted.policy.cache.enabled && fitted.policy.cache.single_flight, "{:?}", fitted.notes);
     assert_eq!(r.attempts.len(), 50, "one fetch per prompt");
-    assert_eq!(simulate(&w, &fitted.policy).attempts.len(), 50);
+    assert_eq!(simulate(&w, &fitted.policy).unwrap().attempts.len(), 50);
 
     let dead =
         World { faults: vec![fault("kind = \"status\"\ncode = 500\n")], ..world(upstream(None, 10), vec![], 20.0, 60) };
@@ -278,7 +278,7 @@ fn retry_after_caches_and_breakers_are_fitted_and_said() {
         fallback: FallbackConfig { enabled: true, ..FallbackConfig::default() },
         ..policy(RetryConfig::default())
     };
-    let r = simulate(&dead, &with_breaker);
+    let r = simulate(&dead, &with_breaker).unwrap();
     let fitted = infer::infer(&r.samples, &r.attempts, dead.client_timeout_us);
     assert!(fitted.policy.breaker.enabled && fitted.policy.fallback.enabled, "{:?}", fitted.notes);
     assert!(fitted.notes.iter().any(|n| n.contains("textbook ones are assumed")));
@@ -296,7 +296,7 @@ fn the_cache_holds_at_most_max_entries_and_expires_them() {
             max_entries,
             ..Default::default()
         };
-        simulate(&w, &Policy { cache, ..policy(RetryConfig::default()) }).attempts.len()
+        simulate(&w, &Policy { cache, ..policy(RetryConfig::default()) }).unwrap().attempts.len()
     };
     assert_eq!(cached(100, 3600), 20, "every prompt fetched once");
     // Round-robin over 20 prompts with room for 10: the least recently used is always the next
@@ -310,7 +310,7 @@ fn the_cache_holds_at_most_max_entries_and_expires_them() {
 fn the_measured_counts_are_exact_and_scoped() {
     // Two stages; the second's first second is its warm-up: its requests are out of scope.
     let w = world(upstream(None, 10), vec![storm_429()], 20.0, 10);
-    let r = simulate(&w, &policy(immediate(2)));
+    let r = simulate(&w, &policy(immediate(2))).unwrap();
     let mut s = crate::analysis::Summary::empty(crate::analysis::summary::RunIdentity::for_tests());
     s.duration_s = 10.0;
     s.stages = vec![
@@ -328,4 +328,16 @@ fn the_measured_counts_are_exact_and_scoped() {
     assert_eq!(o.amplification, 3.0);
     assert_eq!((o.error_rate, o.valid_rate), (1.0, 0.0));
     assert_eq!(o.outcomes["rate_limited"], 180);
+}
+
+/// Defence in depth: a policy past the retry cap (one that ran, or was fitted from a log)
+/// is stopped at the attempts the cap allows, with an error, instead of growing for ever.
+#[test]
+fn a_simulation_stops_at_the_attempt_cap() {
+    let w = world(upstream(None, 10), vec![fault("kind = \"status\"\ncode = 503\n")], 10.0, 2);
+    let e = simulate(&w, &policy(immediate(1_000_000_000))).unwrap_err();
+    assert_eq!((e.cap, e.requests), (super::sim::attempt_cap(&w), 20));
+    assert!(e.to_string().contains("at most 100 retries each"), "{e}");
+    let at_cap = simulate(&w, &policy(immediate(super::policy::MAX_RETRIES))).unwrap();
+    assert_eq!(at_cap.attempts.len(), 20 * 101, "the cap itself simulates, every retry of it");
 }

@@ -1,0 +1,198 @@
+//! What `chaos merge` checks of its command line before it reads a record: every input is a
+//! folder, given once; `--out` is none of them, inside none and contains none (compared as
+//! canonical paths, so a symlink to an input counts: `--out w0 --force` once deleted the
+//! input's files); the folders are one run's shards, every worker present once and finished;
+//! and the shared mock's folder is there exactly once when the workers say they shared one.
+//!
+//! Part of `experiment::merge` (layer 6); it reads only `shard.json` and a summary's flag.
+
+use std::path::{Component, Path, PathBuf};
+
+use super::{MergeError, Shard};
+use crate::record::{ShardFile, ShardRole};
+use crate::run_folder::RunFolder;
+
+/// What a folder's path must be, for the errors.
+const GIVE: &str = "give a folder `chaos run --worker` or `chaos mock --scenario … --out` wrote";
+
+/// The canonical path of each input: each must be a folder, and none may be given twice.
+pub(super) fn resolve(dirs: &[PathBuf]) -> Result<Vec<PathBuf>, MergeError> {
+    let mut out: Vec<(PathBuf, &PathBuf)> = Vec::new();
+    for d in dirs {
+        let bad = |what: String| MergeError::Path { path: d.clone(), what };
+        let meta = std::fs::metadata(d).map_err(|e| bad(format!("cannot be read ({e}); {GIVE}")))?;
+        if !meta.is_dir() {
+            return Err(bad(format!("a file, not a folder; {GIVE}")));
+        }
+        let canonical = d.canonicalize().map_err(|e| bad(format!("cannot be resolved ({e}); {GIVE}")))?;
+        if let Some((_, first)) = out.iter().find(|(c, _)| *c == canonical) {
+            let also = if *first == d { String::new() } else { format!(" (also as {})", first.display()) };
+            return Err(bad(format!(
+                "given twice{also}: each folder is merged once, or its records would count twice"
+            )));
+        }
+        out.push((canonical, d));
+    }
+    Ok(out.into_iter().map(|(c, _)| c).collect())
+}
+
+/// Refuses an `out` that is one of the inputs (`canonical`, from [`resolve`]), lies inside one
+/// or holds one.
+pub(super) fn check_out(out: &Path, dirs: &[PathBuf], canonical: &[PathBuf]) -> Result<(), MergeError> {
+    let o = canonical_out(out).map_err(|e| MergeError::Path {
+        path: out.to_path_buf(),
+        what: format!("--out cannot be resolved ({e}); give a new or empty folder"),
+    })?;
+    for (d, c) in dirs.iter().zip(canonical) {
+        let how = if o == *c {
+            "is"
+        } else if o.starts_with(c) {
+            "is inside"
+        } else if c.starts_with(&o) {
+            "holds"
+        } else {
+            continue;
+        };
+        return Err(MergeError::OutIsInput { out: out.to_path_buf(), how, input: d.clone() });
+    }
+    Ok(())
+}
+
+/// `out` as a canonical path, though it (or its parents) may not exist yet: the canonical form
+/// of its nearest existing ancestor, then the rest with `.` and `..` applied.
+fn canonical_out(out: &Path) -> std::io::Result<PathBuf> {
+    let abs = std::path::absolute(out)?;
+    let parts: Vec<Component<'_>> = abs.components().collect();
+    // The longest prefix that exists (a dangling symlink counts: it is resolved, and fails).
+    let exists = (1..=parts.len())
+        .rev()
+        .find(|&k| std::fs::symlink_metadata(parts[..k].iter().collect::<PathBuf>()).is_ok())
+        .unwrap_or(0);
+    let mut path = parts[..exists].iter().collect::<PathBuf>().canonicalize()?;
+    for c in &parts[exists..] {
+        match c {
+            Component::ParentDir => {
+                path.pop();
+            }
+            Component::CurDir => {}
+            other => path.push(other),
+        }
+    }
+    Ok(path)
+}
+
+/// Reads every folder's `shard.json` and checks that they hold one whole run; returns the
+/// workers by index, then the mocks.
+pub(super) fn shards(dirs: &[PathBuf]) -> Result<(Vec<Shard>, Vec<Shard>), MergeError> {
+    let mut shards = Vec::new();
+    for d in dirs {
+        let file = RunFolder::open(d).shard()?.ok_or_else(|| MergeError::NotAShard(d.clone()))?;
+        shards.push(Shard { dir: d.clone(), file });
+    }
+    let (mut workers, mocks): (Vec<Shard>, Vec<Shard>) =
+        shards.into_iter().partition(|s| s.file.role == ShardRole::Worker);
+    let first = workers.first().ok_or(MergeError::NoWorker)?.file.clone();
+    for s in workers.iter().chain(&mocks) {
+        let what = differences(&s.file, &first);
+        if !what.is_empty() {
+            return Err(MergeError::Foreign {
+                dir: s.dir.clone(),
+                what: format!("{} (the first worker's folder has the other)", what.join("; ")),
+            });
+        }
+    }
+    workers.sort_by_key(|s| s.file.shard.index);
+    for pair in workers.windows(2) {
+        if pair[0].file.shard.index == pair[1].file.shard.index {
+            return Err(MergeError::Duplicate {
+                first: pair[0].dir.clone(),
+                second: pair[1].dir.clone(),
+                shard: pair[0].file.shard.to_string(),
+            });
+        }
+    }
+    let n = first.shard.count;
+    let missing: Vec<String> =
+        (0..n).filter(|i| !workers.iter().any(|s| s.file.shard.index == *i)).map(|i| format!("{i}/{n}")).collect();
+    if !missing.is_empty() {
+        return Err(MergeError::Missing { missing: missing.join(", "), count: n });
+    }
+    if let Some(s) = workers.iter().find(|s| !s.file.finished) {
+        return Err(MergeError::Unfinished { dir: s.dir.clone(), shard: s.file.shard.to_string() });
+    }
+    check_mocks(&workers, &mocks)?;
+    Ok((workers, mocks))
+}
+
+/// How `f` differs from the first worker's `first`, if it does.
+fn differences(f: &ShardFile, first: &ShardFile) -> Vec<String> {
+    [
+        (f.scenario_hash != first.scenario_hash).then(|| {
+            format!(
+                "scenario {} (hash {}) vs {} (hash {})",
+                f.scenario, f.scenario_hash, first.scenario, first.scenario_hash
+            )
+        }),
+        (f.seed != first.seed).then(|| format!("seed {} vs {}", f.seed, first.seed)),
+        (f.shard.count != first.shard.count).then(|| format!("{} workers vs {}", f.shard.count, first.shard.count)),
+        (f.start_at != first.start_at).then(|| format!("start {} vs {}", f.start_at, first.start_at)),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
+}
+
+/// Whether the worker in `dir` ran against the shared mock: its `shard.json` says so, or (a
+/// folder written before it did) its `summary.json`.
+fn shared(s: &Shard) -> bool {
+    #[derive(serde::Deserialize, Default)]
+    struct Summary {
+        #[serde(default)]
+        generator: Generator,
+    }
+    #[derive(serde::Deserialize, Default)]
+    struct Generator {
+        #[serde(default)]
+        shared_mock: bool,
+    }
+    s.file.shared_mock
+        || RunFolder::open(&s.dir)
+            .read_json::<Summary>(crate::run_folder::RunFile::Summary)
+            .ok()
+            .flatten()
+            .is_some_and(|x| x.generator.shared_mock)
+}
+
+/// Exactly one mock folder when the workers shared a mock, none when they ran their own.
+fn check_mocks(workers: &[Shard], mocks: &[Shard]) -> Result<(), MergeError> {
+    let flags: Vec<bool> = workers.iter().map(shared).collect();
+    if let Some(k) = flags.iter().position(|f| *f != flags[0]) {
+        let (a, b) = (&workers[0], &workers[k]);
+        let says = |f: bool| if f { "the shared mock" } else { "mocks of its own" };
+        return Err(MergeError::Foreign {
+            dir: b.dir.clone(),
+            what: format!(
+                "worker {} ran against {}, worker {} ({}) against {}",
+                b.file.shard,
+                says(flags[k]),
+                a.file.shard,
+                a.dir.display(),
+                says(flags[0])
+            ),
+        });
+    }
+    let what = match (flags[0], mocks) {
+        (true, [_]) | (false, []) => return Ok(()),
+        (true, []) => "the workers shared a mock (their shard.json says so), but its folder is not given: give the folder `chaos mock --scenario … --out DIR` wrote, once; without its attempts the merged run would count no upstream attempt".to_string(),
+        (true, [a, b, ..]) => format!(
+            "{} and {}: two mock folders, but the workers shared one mock: give its folder once; two would count every attempt twice",
+            a.dir.display(),
+            b.dir.display()
+        ),
+        (false, [m, ..]) => format!(
+            "{}: a shared mock's folder, but the workers ran mocks of their own (their shard.json says so): leave it out; its attempts are not theirs",
+            m.dir.display()
+        ),
+    };
+    Err(MergeError::Mocks(what))
+}
