@@ -559,10 +559,10 @@ fn the_no_token_opt_out_works_on_loopback_only() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("off loopback the control API needs a token"));
 }
 
-/// The same `flush.command` the API refuses is accepted from a faults file read from disk,
-/// and runs at the expiry instant.
+/// A `flush.command` is accepted from a faults file read from disk, and runs at the expiry
+/// instant; the same fault sent to that mock's control API is refused.
 #[test]
-fn a_flush_command_from_a_faults_file_on_disk_is_accepted_and_runs() {
+fn a_flush_command_from_a_faults_file_runs_and_the_same_over_the_api_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let marker = dir.path().join("flushed");
     let faults = dir.path().join("faults.toml");
@@ -577,14 +577,17 @@ fn a_flush_command_from_a_faults_file_on_disk_is_accepted_and_runs() {
     let (_mock, lines) =
         chaos_mock(&["--profile", "mock-upstreams/instant.toml", "--faults", faults.to_str().unwrap()], None, true);
     let token = lines[2].strip_prefix("control token ").unwrap();
-    let list = reqwest::blocking::Client::new()
-        .get(format!("{}/_chaos/faults", control_of(&lines)))
-        .bearer_auth(token)
-        .send()
-        .unwrap()
-        .text()
-        .unwrap();
+    let http = reqwest::blocking::Client::new();
+    let list = http.get(format!("{}/_chaos/faults", control_of(&lines))).bearer_auth(token).send().unwrap();
+    let list = list.text().unwrap();
     assert!(list.contains("\"expire\"") && list.contains("touch"), "{list}");
+    // The same fault over this mock's control API is refused.
+    let same =
+        json!({"kind": "ttl_expiry", "name": "again", "duration": "1s", "flush": {"command": ["touch", marker]}});
+    let refused =
+        http.post(format!("{}/_chaos/faults", control_of(&lines))).bearer_auth(token).json(&same).send().unwrap();
+    assert_eq!(refused.status(), 400);
+    assert!(refused.text().unwrap().contains("never over the network"));
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
     while !marker.exists() && std::time::Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(50));
