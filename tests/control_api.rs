@@ -458,7 +458,8 @@ impl Drop for Child {
 }
 
 /// Starts `chaos mock ARGS` (under `prlimit` when `nofile` is given) and reads its stdout up
-/// to the control line and, when `token` is expected, the token line after it.
+/// to the control line and, when `token` is expected, the token line after it (each within
+/// 20 s).
 fn chaos_mock(args: &[&str], nofile: Option<u32>, token: bool) -> (Child, Vec<String>) {
     use std::io::BufRead;
     let mut cmd = match nofile {
@@ -478,23 +479,29 @@ fn chaos_mock(args: &[&str], nofile: Option<u32>, token: bool) -> (Child, Vec<St
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+    let out = std::io::BufReader::new(child.stdout.take().unwrap());
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in out.lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
     let mut lines = Vec::new();
+    let next = |lines: &[String]| {
+        rx.recv_timeout(Duration::from_secs(20)).unwrap_or_else(|_| panic!("chaos mock printed only {lines:?}"))
+    };
     loop {
-        let mut line = String::new();
-        assert!(out.read_line(&mut line).unwrap() > 0, "chaos mock ended early: {lines:?}");
+        let line = next(&lines);
         let control = line.starts_with("control on ");
-        lines.push(line.trim_end().to_string());
+        lines.push(line);
         if control {
             break;
         }
     }
     if token {
-        let mut line = String::new();
-        out.read_line(&mut line).unwrap();
-        lines.push(line.trim_end().to_string());
+        let line = next(&lines);
+        lines.push(line);
     }
-    std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
     (Child(child), lines)
 }
 
