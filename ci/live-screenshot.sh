@@ -19,7 +19,7 @@ for _ in $(seq 200); do curl -fs "${URL}api/state" | grep -q '"started":true' &&
 sleep 14   # into the slowdown (at this time scale it runs from 7.5 s to 30 s)
 "$CHAOS" note "$URL" "gateway p99 alert fired; dashboards show the provider at 6x latency" --author sam
 sleep 4
-curl -fs -X POST -H 'x-chaos-admin: shot' -H 'x-chaos-author: facilitator' "${URL}api/faults" \
+curl -fs -X POST -H 'content-type: application/json' -H 'x-chaos-admin: shot' -H 'x-chaos-author: facilitator' "${URL}api/faults" \
   -d '{"kind":"status","code":429,"duration":"8s","match":{"upstream":"primary"}}' > /dev/null
 sleep 4
 "$CHAOS" note "$URL" "retries tripled the provider's load during the storm" --author ana

@@ -12,7 +12,7 @@
 //! | 3 | [`analysis`] | records → summary and chart series; every statistic |
 //! | 2 | [`mock`], [`gateway`], [`load`], [`sut`] | side by side; only `sut` imports `gateway`; `gateway` imports the ground only |
 //! | 1 | [`scenario`], [`faults`], [`run_folder`] | `scenario` may hold `faults` types, never the reverse |
-//! | 0 | [`clock`], [`seed`], [`net`], [`words`], [`duration`], [`located`], [`record`], [`markup`] | the ground: imports nothing above it |
+//! | 0 | [`clock`], [`seed`], [`net`], [`listen`], [`words`], [`duration`], [`located`], [`record`], [`markup`] | the ground: imports nothing above it |
 //!
 //! A finished run goes one way: records (samples, attempts, events, windows) →
 //! [`run_folder`] → [`analysis::analyse`] → [`gate::evaluate`] → [`report::render`], driven by
@@ -27,6 +27,7 @@ pub mod experiment;
 pub mod faults;
 pub mod gate;
 pub mod gateway;
+pub mod listen;
 pub mod load;
 pub mod located;
 pub mod markup;

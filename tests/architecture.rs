@@ -12,7 +12,7 @@
 //! | 3 | `analysis` |
 //! | 2 | `mock`, `gateway`, `load`, `sut` (only `sut` may import `gateway`; `gateway` imports layer 0 only) |
 //! | 1 | `scenario`, `faults`, `run_folder` (`scenario` may hold `faults` types, never the reverse) |
-//! | 0 | ground: `clock`, `seed`, `net`, `words`, `duration`, `located`, `record`, `markup` |
+//! | 0 | ground: `clock`, `seed`, `net`, `listen`, `words`, `duration`, `located`, `record`, `markup` |
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -35,6 +35,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("clock", 0),
     ("seed", 0),
     ("net", 0),
+    ("listen", 0),
     ("words", 0),
     ("duration", 0),
     ("located", 0),

@@ -168,8 +168,8 @@ fn schema_prints_the_committed_schema() {
     }
 }
 
-fn chaos_fault(control: &str, args: &[&str]) -> std::process::Output {
-    chaos().args(["fault", "--mock", control]).args(args).output().unwrap()
+fn chaos_fault(control: &str, token: &str, args: &[&str]) -> std::process::Output {
+    chaos().args(["fault", "--mock", control, "--token", token]).args(args).output().unwrap()
 }
 
 #[test]
@@ -178,8 +178,10 @@ fn fault_commands_change_a_running_mock_and_exit_with_the_right_codes() {
     let faults = dir.path().join("faults.toml");
     std::fs::write(&faults, "[[fault]]\nkind = \"latency\"\nname = \"slow\"\nmultiplier = 2.0\n").unwrap();
     let (mut child, lines) =
-        start_mock(&["--profile", "mock-upstreams/instant.toml", "--faults", faults.to_str().unwrap()], 2);
+        start_mock(&["--profile", "mock-upstreams/instant.toml", "--faults", faults.to_str().unwrap()], 3);
     let control = lines[1].strip_prefix("control on ").expect("second line names the control API").to_string();
+    let token = lines[2].strip_prefix("control token ").expect("third line gives its token").to_string();
+    let chaos_fault = |control: &str, args: &[&str]| chaos_fault(control, &token, args);
     let url = format!("{}/v1/chat/completions", origin(&lines[0]));
     let post = || {
         reqwest::blocking::Client::new()
@@ -312,14 +314,21 @@ fn validate_refuses_a_remote_sut_url_as_run_does() {
 }
 
 /// A control API asked to listen off loopback without a token is "not allowed": exit 2.
+/// (Without `--admin-no-token` it gets a generated token and may.)
 #[test]
 fn an_exposed_control_api_without_a_token_is_a_usage_error() {
     let dir = tempfile::tempdir().unwrap();
     let profile = dir.path().join("p.toml");
     std::fs::write(&profile, "name = \"p\"\n").unwrap();
-    let out = chaos().arg("mock").arg("--profile").arg(&profile).args(["--admin", "0.0.0.0:0"]).output().unwrap();
+    let out = chaos()
+        .arg("mock")
+        .arg("--profile")
+        .arg(&profile)
+        .args(["--admin", "0.0.0.0:0", "--admin-no-token"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("without a token"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("needs a token"));
 }
 
 /// A busy `--admin` port is named as the control API's, not as an upstream's.

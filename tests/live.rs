@@ -133,6 +133,18 @@ async fn the_page_shows_n_plus_1_under_a_storm_and_metrics_agree_with_the_run_fo
     let note = {
         let url = url.clone();
         tokio::spawn(async move {
+            // 2.5 s after the page says the load started (0.3 s before its first stage): a
+            // loaded machine may take a while to start the run.
+            while !reqwest::get(format!("{url}api/state"))
+                .await
+                .unwrap()
+                .text()
+                .await
+                .unwrap()
+                .contains("\"started\":true")
+            {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
             tokio::time::sleep(Duration::from_millis(2500)).await;
             tokio::process::Command::new(env!("CARGO_BIN_EXE_chaos"))
                 .args(["note", &url, "storm about to start", "--author", "sam"])
@@ -328,9 +340,12 @@ duration = "6s"
         }
         tokio::time::sleep(Duration::from_secs(1)).await;
         let body = r#"{"kind":"latency","multiplier":4,"duration":"30s"}"#;
-        let refused = http.post(format!("{url}api/faults")).body(body).send().await.unwrap().status();
+        let json = ("content-type", "application/json");
+        let refused =
+            http.post(format!("{url}api/faults")).header(json.0, json.1).body(body).send().await.unwrap().status();
         let started = http
             .post(format!("{url}api/faults"))
+            .header(json.0, json.1)
             .header("x-chaos-admin", "facilitator")
             .header("x-chaos-author", "lee")
             .body(body)
@@ -341,6 +356,7 @@ duration = "6s"
         tokio::time::sleep(Duration::from_secs(2)).await;
         let stopped = http
             .delete(format!("{url}api/faults/adhoc-1-latency"))
+            .header(json.0, json.1)
             .header("x-chaos-admin", "facilitator")
             .send()
             .await
@@ -617,4 +633,429 @@ fn serve_refuses_an_open_address_and_reports_a_busy_port_before_running() {
         assert!(err.contains(says), "{addr}: {err}");
         assert!(!out_dir.exists(), "{addr}: a run folder was made");
     }
+}
+
+fn run_view() -> chaos::experiment::serve::hub::RunView {
+    chaos::experiment::serve::hub::RunView {
+        scenario: "guarded".into(),
+        run_id: "r".into(),
+        variant: None,
+        folder: String::new(),
+        total_s: 60.0,
+        stages: Vec::new(),
+        faults: Vec::new(),
+        upstreams: vec!["primary".into()],
+        started: false,
+        controls: false,
+    }
+}
+
+/// Sends `request` as raw bytes and returns the status code (0: closed without an answer).
+async fn raw_status(addr: std::net::SocketAddr, request: &str) -> u16 {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    s.write_all(request.as_bytes()).await.unwrap();
+    let mut text = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(20), s.read_to_end(&mut text)).await;
+    String::from_utf8_lossy(&text).split(' ').nth(1).and_then(|c| c.parse().ok()).unwrap_or(0)
+}
+
+/// The live page refuses a note another page could send (`text/plain`: 415; another
+/// `Origin`: 403), and a read under another Host name (DNS rebinding: 421); the notes stop
+/// at their cap with a 413 that says so.
+#[tokio::test]
+async fn the_live_page_refuses_other_pages_other_hosts_and_notes_past_the_cap() {
+    let server = server().await;
+    let dir = tempfile::tempdir().unwrap();
+    server.live().begin_run(run_view(), dir.path(), chaos::clock::Clock::start());
+    let url = server.url();
+    let http = reqwest::Client::new();
+    let note = serde_json::json!({"text": "from elsewhere"}).to_string();
+    let plain = http.post(format!("{url}api/notes")).header("content-type", "text/plain").body(note.clone());
+    let plain = plain.send().await.unwrap();
+    assert_eq!(plain.status(), 415);
+    let foreign = http
+        .post(format!("{url}api/notes"))
+        .header("content-type", "application/json")
+        .header("origin", "http://evil.example")
+        .body(note.clone())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(foreign.status(), 403);
+    let state: Value = serde_json::from_str(&server.live().state_json()).unwrap();
+    assert_eq!(state["observations"].as_array().unwrap().len(), 0, "no note recorded");
+    let port = server.addr().port();
+    let read = |host: String| format!("GET /api/state HTTP/1.1\r\nhost: {host}\r\nconnection: close\r\n\r\n");
+    assert_eq!(raw_status(server.addr(), &read(format!("rebind.example:{port}"))).await, 421);
+    assert_eq!(raw_status(server.addr(), &read(format!("localhost:{port}"))).await, 200);
+    // The page's own requests pass; notes stop at the cap.
+    let mut taken = 0;
+    let last = loop {
+        let r = http
+            .post(format!("{url}api/notes"))
+            .header("content-type", "application/json")
+            .header("origin", url.trim_end_matches('/'))
+            .body(serde_json::json!({"text": format!("note {taken}")}).to_string())
+            .send()
+            .await
+            .unwrap();
+        if r.status() != 201 || taken > chaos::experiment::serve::hub::MAX_NOTES {
+            break r;
+        }
+        taken += 1;
+    };
+    assert_eq!(taken, chaos::experiment::serve::hub::MAX_NOTES);
+    assert_eq!(last.status(), 413);
+    let body: Value = last.json().await.unwrap();
+    assert!(body["error"]["message"].as_str().unwrap().contains("the observation log is full"), "{body}");
+    server.shutdown().await;
+}
+
+/// The facilitator's fault goes to the run's mock with the mock's token; a `flush.command`
+/// is refused with the reason and never reaches the mock.
+#[tokio::test]
+async fn the_facilitator_passes_the_mock_token_and_cannot_send_a_flush_command() {
+    use chaos::experiment::serve::hub::MockControl;
+    let upstreams = vec![chaos::scenario::Upstream {
+        name: "primary".into(),
+        listen: None,
+        profile: chaos::scenario::Profile::default(),
+    }];
+    let options = chaos::mock::MockOptions {
+        admin: Some("127.0.0.1:0".parse().unwrap()),
+        admin_token: Some("mock-token".into()),
+        ..chaos::mock::MockOptions::default()
+    };
+    let pool = chaos::mock::MockPool::start(&upstreams, options).await.unwrap();
+    let server = server().await;
+    let dir = tempfile::tempdir().unwrap();
+    let live = server.live();
+    live.begin_run(run_view(), dir.path(), chaos::clock::Clock::start());
+    let control = MockControl { url: pool.admin_uri().unwrap(), token: Some("mock-token".into()) };
+    live.load_started(0, Some(control), None);
+    let post = |body: Value| {
+        reqwest::Client::new()
+            .post(format!("{}api/faults", server.url()))
+            .header("content-type", "application/json")
+            .header("x-chaos-admin", "facilitator")
+            .body(body.to_string())
+            .send()
+    };
+    let marker = dir.path().join("ran");
+    let command = serde_json::json!({"kind": "ttl_expiry", "duration": "1s", "flush": {"command": ["touch", marker]}});
+    let refused = post(command).await.unwrap();
+    assert_eq!(refused.status(), 400);
+    let body: Value = refused.json().await.unwrap();
+    assert_eq!(body["error"]["message"], chaos::faults::network::COMMAND_REFUSED, "{body}");
+    assert!(pool.faults().entries().is_empty());
+    let started = post(serde_json::json!({"kind": "latency", "multiplier": 2.0})).await.unwrap();
+    assert_eq!(started.status(), 201, "{:?}", started.text().await);
+    assert_eq!(&*pool.faults().entries()[0].name, "adhoc-1-latency");
+    let stopped = reqwest::Client::new()
+        .delete(format!("{}api/faults/adhoc-1-latency", server.url()))
+        .header("content-type", "application/json")
+        .header("x-chaos-admin", "facilitator")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stopped.status(), 200);
+    assert!(pool.faults().entries().is_empty());
+    assert!(!marker.exists());
+    server.shutdown().await;
+}
+
+/// Slowloris on the live page: half headers are closed after the header timeout (1 s here,
+/// asserted within 20 s) while a page still loads; past the connection cap a connection is
+/// refused at once.
+#[tokio::test]
+async fn the_live_page_closes_half_headers_and_caps_connections() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let options = || ServeOptions { addr: "127.0.0.1:0".parse().unwrap(), view_token: None, admin_token: "f".into() };
+    let limits = chaos::listen::Limits { max_connections: Some(64), header_timeout: Some(Duration::from_secs(1)) };
+    let server = LiveServer::start_with(options(), limits).await.unwrap();
+    let addr = server.addr();
+    let mut slow = Vec::new();
+    for _ in 0..30 {
+        let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+        s.write_all(format!("GET / HTTP/1.1\r\nhost: {addr}\r\nx-slow: ").as_bytes()).await.unwrap();
+        slow.push(s);
+    }
+    let page = format!("GET / HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\n\r\n");
+    assert_eq!(raw_status(addr, &page).await, 200);
+    let closed = tokio::time::timeout(Duration::from_secs(20), async {
+        for s in &mut slow {
+            let mut buf = [0u8; 256];
+            while let Ok(n) = s.read(&mut buf).await {
+                if n == 0 {
+                    break;
+                }
+            }
+        }
+    })
+    .await;
+    assert!(closed.is_ok(), "half-header connections still open after 20 s");
+    server.shutdown().await;
+
+    let limits = chaos::listen::Limits { max_connections: Some(8), header_timeout: Some(Duration::from_secs(30)) };
+    let server = LiveServer::start_with(options(), limits).await.unwrap();
+    let addr = server.addr();
+    let page = format!("GET / HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\n\r\n");
+    let held: Vec<_> =
+        futures::future::join_all((0..8).map(|_| tokio::net::TcpStream::connect(addr))).await.into_iter().collect();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let over = raw_status(addr, &page).await;
+    assert!(over == 503 || over == 0, "past the cap: {over}");
+    drop(held);
+    let mut answered = 0;
+    for _ in 0..100 {
+        answered = raw_status(addr, &page).await;
+        if answered == 200 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(answered, 200);
+    server.shutdown().await;
+}
+
+/// Serves `html` to every request on a loopback port of its own: a page of another origin.
+async fn attacker_page(html: String) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        while let Ok((mut s, _)) = listener.accept().await {
+            let html = html.clone();
+            tokio::spawn(async move {
+                let mut buf = vec![0u8; 8192];
+                let _ = s.read(&mut buf).await;
+                let head = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: text/html\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+                    html.len()
+                );
+                let _ = s.write_all(head.as_bytes()).await;
+                let _ = s.write_all(html.as_bytes()).await;
+            });
+        }
+    });
+    url
+}
+
+/// The cross-origin attack of the issue, from a real browser: a page on another origin (a
+/// loopback port of its own) sends the "simple" no-cors `text/plain` POSTs any page can send,
+/// to the mock's control API (a `ttl_expiry` whose flush command creates a file) and to the
+/// live page's notes. Nothing runs, no fault is added, no note is recorded. The control API
+/// here has no token (the loopback opt-out), so only the listener guard stands in the way;
+/// before it, the file was created a second later.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_from_another_origin_cannot_run_a_command_add_a_fault_or_write_a_note() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("created-by-another-page");
+    let upstreams = vec![chaos::scenario::Upstream {
+        name: "primary".into(),
+        listen: None,
+        profile: chaos::scenario::Profile::default(),
+    }];
+    let options =
+        chaos::mock::MockOptions { admin: Some("127.0.0.1:0".parse().unwrap()), ..chaos::mock::MockOptions::default() };
+    let pool = chaos::mock::MockPool::start(&upstreams, options).await.unwrap();
+    let server = server().await;
+    server.live().begin_run(run_view(), dir.path(), chaos::clock::Clock::start());
+    let fault = serde_json::json!({"kind": "ttl_expiry", "duration": "1s", "flush": {"command": ["touch", marker]}});
+    let script = format!(
+        r#"<!doctype html><title>loading</title><script>
+const send = (url, body) => fetch(url, {{method: "POST", mode: "no-cors", headers: {{"Content-Type": "text/plain"}}, body}}).catch(() => null);
+Promise.all([
+  send({control:?} + "/_chaos/faults", JSON.stringify({fault})),
+  send({live:?} + "api/notes", JSON.stringify({{text: "written by another page"}})),
+]).then(() => {{ document.title = "sent"; }});
+</script>"#,
+        control = pool.admin_uri().unwrap(),
+        live = server.url(),
+    );
+    let page = attacker_page(script).await;
+    let mut browser = Browser::open(&page).await;
+    let mut sent = false;
+    for _ in 0..120 {
+        sent = browser.eval("document.title").await == "sent";
+        if sent {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    assert!(sent, "the attacker page did not send its requests");
+    // The fault would have expired, and run its command, a second after it was added.
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let _ = browser.child.kill().await;
+    assert!(!marker.exists(), "another page's request ran a command");
+    assert!(pool.faults().entries().is_empty(), "another page's request added a fault");
+    let state: Value = serde_json::from_str(&server.live().state_json()).unwrap();
+    assert_eq!(state["observations"].as_array().unwrap().len(), 0, "another page's request wrote a note");
+    assert!(!dir.path().join("observations.ndjson").exists());
+    server.shutdown().await;
+}
+
+const SHORT: &str = r#"
+name = "live-short-run"
+[[upstream]]
+name = "primary"
+latency = { ttft = { dist = "fixed", value = "10ms" }, output_tokens = { dist = "fixed", value = 1 } }
+[load]
+timeout = "2s"
+[[load.phase]]
+name = "steady"
+rate = 5.0
+duration = "DURATION"
+"#;
+
+/// A `chaos` child killed when the test ends however it ends, with its stderr read line by
+/// line on a thread.
+struct Run {
+    child: std::process::Child,
+    lines: std::sync::mpsc::Receiver<String>,
+}
+
+impl Run {
+    fn start(prefix: &[&str], args: &[&str]) -> Self {
+        use std::io::BufRead;
+        let (program, rest) = prefix.split_first().map_or((env!("CARGO_BIN_EXE_chaos"), &[][..]), |(p, r)| (*p, r));
+        let mut cmd = std::process::Command::new(program);
+        cmd.args(rest);
+        if !prefix.is_empty() {
+            cmd.arg(env!("CARGO_BIN_EXE_chaos"));
+        }
+        let mut child = cmd.args(args).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+        let err = std::io::BufReader::new(child.stderr.take().unwrap());
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for l in err.lines().map_while(Result::ok) {
+                let _ = tx.send(l);
+            }
+        });
+        Self { child, lines }
+    }
+
+    /// Lines until one contains `what` (all of them, that one last), within 60 s.
+    fn until(&self, what: &str) -> Vec<String> {
+        let mut seen = Vec::new();
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        while let Ok(l) = self.lines.recv_timeout(deadline.saturating_duration_since(std::time::Instant::now())) {
+            let done = l.contains(what);
+            seen.push(l);
+            if done {
+                return seen;
+            }
+        }
+        panic!("no line with {what:?} in {seen:?}");
+    }
+
+    /// The exit code, within 60 s.
+    fn exit(&mut self) -> Option<i32> {
+        for _ in 0..600 {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status.code();
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        panic!("chaos did not exit within 60 s");
+    }
+}
+
+impl Drop for Run {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Ctrl-C while the page lingers after a completed run closes the page and says so; the run
+/// completed, so nothing speaks of a partial report, and the exit is 0.
+#[test]
+fn ctrl_c_while_the_page_lingers_closes_the_page_without_a_partial_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("short.toml");
+    std::fs::write(&file, SHORT.replace("DURATION", "1s")).unwrap();
+    let mut run = Run::start(
+        &[],
+        &[
+            "run",
+            file.to_str().unwrap(),
+            "--out",
+            dir.path().join("served").to_str().unwrap(),
+            "--progress",
+            "off",
+            "--serve",
+            "127.0.0.1:0",
+            "--serve-linger",
+            "60s",
+        ],
+    );
+    run.until("the live page stays up");
+    std::process::Command::new("kill").args(["-INT", &run.child.id().to_string()]).status().unwrap();
+    let code = run.exit();
+    let rest: Vec<String> = run.lines.try_iter().collect();
+    assert_eq!(code, Some(0), "{rest:?}");
+    let rest = rest.join("\n");
+    assert!(rest.contains("closing the live page"), "{rest}");
+    assert!(!rest.contains("partial report"), "{rest}");
+}
+
+/// CPU time (user + system) a process has used, from `/proc` (clock ticks of 10 ms).
+fn cpu_time(pid: u32) -> Duration {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let fields: Vec<&str> = stat.rsplit_once(')').unwrap().1.split_whitespace().collect();
+    Duration::from_millis((fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()) * 10)
+}
+
+/// A connection flood against `chaos run --serve` under `prlimit --nofile=256`: 300
+/// connections to the live page and 300 to the run's mock control API. The listeners keep to
+/// their caps (a share of the descriptors) and back off instead of spinning — well under half
+/// a core over 3 s of flood — and the run ends with its summary and report written. It used
+/// to spin a core and exit 3 without a summary.
+#[test]
+fn a_connection_flood_under_few_descriptors_does_not_spin_and_the_run_writes_its_summary() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("flood.toml");
+    std::fs::write(&file, SHORT.replace("DURATION", "8s")).unwrap();
+    let out = dir.path().join("run");
+    let mut run = Run::start(
+        &["prlimit", "--nofile=256:256"],
+        &[
+            "run",
+            file.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--progress",
+            "off",
+            "--serve",
+            "127.0.0.1:0",
+            "--serve-linger",
+            "0s",
+        ],
+    );
+    let pid = run.child.id();
+    let seen = run.until("mock control API at");
+    let page = seen.iter().find_map(|l| l.strip_prefix("live page: ")).expect("the page's address").trim();
+    let page = page.trim_start_matches("http://").trim_end_matches('/').to_string();
+    let url = regex_lite::Regex::new(r"mock control API at http://(127\.0\.0\.1:\d+)").unwrap();
+    let control = url.captures(seen.last().unwrap()).expect("the control API's address")[1].to_string();
+    let mut flood = Vec::new();
+    for addr in std::iter::repeat_n(&page, 300).chain(std::iter::repeat_n(&control, 300)) {
+        if let Ok(s) = std::net::TcpStream::connect(addr) {
+            flood.push(s);
+        }
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let (cpu0, wall0) = (cpu_time(pid), std::time::Instant::now());
+    std::thread::sleep(Duration::from_secs(3));
+    let (cpu, wall) = (cpu_time(pid) - cpu0, wall0.elapsed());
+    let code = run.exit();
+    drop(flood);
+    let rest: Vec<String> = run.lines.try_iter().collect();
+    assert!(cpu.as_secs_f64() < 0.5 * wall.as_secs_f64(), "{cpu:?} of CPU in {wall:?} under the flood");
+    assert_eq!(code, Some(0), "{rest:?}");
+    let summary: Value = serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["status"], "completed", "{summary}");
+    assert!(out.join("report.md").exists() && out.join("report.html").exists());
 }

@@ -376,3 +376,19 @@ fn sweep_conditions_and_probe_triggers_must_name_faults() {
         triggers = ["slow-x3"]
     "#}));
 }
+
+/// A fault name of 65 characters is refused where it is written, in a scenario and in a faults
+/// file alike (it used to validate at any length).
+#[test]
+fn a_fault_name_longer_than_64_characters_is_located() {
+    let long = "n".repeat(65);
+    let text = format!("{UPSTREAM}[[fault]]\nkind = \"status\"\ncode = 429\nname = \"{long}\"\n");
+    let e = scenario_error(&text);
+    assert!(e.starts_with("error: scenarios/bad.toml:7:"), "{e}");
+    assert!(e.contains("fault[0].name") && e.contains("at most 64 characters"), "{e}");
+    let faults = format!("[[fault]]\nkind = \"status\"\ncode = 429\nname = \"{long}\"\n");
+    let e = chaos::scenario::faults_from_source(&Source::new("faults.toml", faults), None).unwrap_err().render();
+    assert!(e.starts_with("error: faults.toml:4:") && e.contains("at most 64 characters"), "{e}");
+    let ok = format!("{UPSTREAM}[[fault]]\nkind = \"status\"\ncode = 429\nname = \"{}\"\n", "n".repeat(64));
+    assert!(Scenario::from_source(&Source::new("scenarios/ok.toml", ok)).is_ok());
+}

@@ -4,8 +4,9 @@ Reads `chaos k8s render` output, lays the ConfigMap out as its volume would be, 
 the pods' containers as local processes with exactly the rendered args: the mock Deployment,
 the N workers of the Indexed Job (each with its JOB_COMPLETION_INDEX), then the merge Job.
 Only what a cluster provides is substituted: /scenario and /results become local folders, the
-mock Service's name resolves to 127.0.0.1, and the mock binds loopback. Then it checks the
-merged run folder. Usage: emulate.py CHAOS_BIN MANIFESTS WORKDIR
+mock Service's name resolves to 127.0.0.1, the mock binds loopback, and env values come from
+the rendered Secret. The mock's control API must answer its token (and refuse without it).
+Then it checks the merged run folder. Usage: emulate.py CHAOS_BIN MANIFESTS WORKDIR
 """
 import json
 import os
@@ -13,6 +14,8 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 
 import yaml
 
@@ -59,6 +62,27 @@ def container(obj):
     return obj["spec"]["template"]["spec"]["containers"][0]
 
 
+def secret_env(c):
+    """The container's env values that come from a rendered Secret (secretKeyRef)."""
+    out = {}
+    for e in c.get("env", []):
+        ref = e.get("valueFrom", {}).get("secretKeyRef")
+        if ref:
+            secret = kinds[("Secret", ref["name"])]
+            out[e["name"]] = secret["stringData"][ref["key"]]
+    return out
+
+
+def status(url, token=None):
+    req = urllib.request.Request(url + "/_chaos/status")
+    if token:
+        req.add_header("Authorization", "Bearer " + token)
+    try:
+        return urllib.request.urlopen(req, timeout=10).status
+    except urllib.error.HTTPError as e:
+        return e.code
+
+
 env = dict(os.environ, RUST_LOG="warn")
 # The worker's env declares the index for $(JOB_COMPLETION_INDEX): a cluster expands only
 # variables the container declares.
@@ -67,9 +91,18 @@ assert "JOB_COMPLETION_INDEX" in names, names
 mock = None
 try:
     if deployment:
-        mock = subprocess.Popen([chaos] + local(container(deployment)["args"]), stdout=subprocess.PIPE, env=env)
+        mock_env = dict(env, **secret_env(container(deployment)))
+        assert "CHAOS_ADMIN_TOKEN" in mock_env, "the mock's control API token comes from the Secret"
+        mock = subprocess.Popen([chaos] + local(container(deployment)["args"]), stdout=subprocess.PIPE, env=mock_env)
         line = mock.stdout.readline().decode()
         assert line.startswith("listening on http://127.0.0.1:"), line
+        while not line.startswith("control on "):
+            line = mock.stdout.readline().decode()
+        control = line.split()[-1]
+        line = mock.stdout.readline().decode()
+        assert line == "control token " + mock_env["CHAOS_ADMIN_TOKEN"] + "\n", line
+        assert status(control) == 401, "the control API answers without its token"
+        assert status(control, mock_env["CHAOS_ADMIN_TOKEN"]) == 200
     procs = [
         subprocess.Popen([chaos] + local(container(workers)["args"], i), stdout=subprocess.DEVNULL, env=env)
         for i in range(n)

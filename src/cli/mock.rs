@@ -69,9 +69,14 @@ pub struct Args {
     /// Do not serve the control API.
     #[arg(long, conflicts_with = "admin")]
     pub no_admin: bool,
-    /// Bearer token the control API requires (needed to bind it off loopback).
+    /// Bearer token the control API requires (default: a random one, printed as `control
+    /// token TOKEN`).
     #[arg(long, env = "CHAOS_ADMIN_TOKEN", hide_env_values = true)]
     pub admin_token: Option<String>,
+    /// Serve the control API without a token: loopback only, for scripts on this machine
+    /// (any local process, and only it, can then change the faults).
+    #[arg(long, conflicts_with_all = ["admin_token", "no_admin"])]
+    pub admin_no_token: bool,
 }
 
 pub(super) async fn run(mut args: Args) -> Result<(), CliError> {
@@ -115,6 +120,7 @@ pub(super) async fn run(mut args: Args) -> Result<(), CliError> {
         (None, Some(path)) => (load_faults(path, Some(&names))?, Clock::start()),
         (None, None) => (Vec::new(), Clock::start()),
     };
+    let admin_token = admin_token(&args)?;
     // On a shared start the timeline counts from the workers' load start, not from now.
     let shared_t0 = args.start_at.map(|_| crate::experiment::SHARED_T0_US);
     let options = MockOptions {
@@ -126,8 +132,10 @@ pub(super) async fn run(mut args: Args) -> Result<(), CliError> {
         event_log: args.event_log.clone(),
         faults: if shared_t0.is_some() { Vec::new() } else { faults.clone() },
         admin: (!args.no_admin).then_some(args.admin),
-        admin_token: args.admin_token.clone(),
+        admin_token,
+        admin_limits: crate::listen::Limits::CONTROL,
     };
+    crate::listen::fds::raise_limit();
     // Handlers go in before the address is announced: whoever reads it may signal at once.
     let shutdown = super::signals::Shutdown::install()
         .map_err(|source| CliError::Io { context: "installing signal handlers".into(), source })?;
@@ -234,8 +242,27 @@ fn scenario_mock(args: &mut Args, path: &std::path::Path) -> Result<crate::scena
     Ok(s)
 }
 
+/// The control API's token: the one given, a random one, or none with `--admin-no-token`
+/// (loopback only).
+fn admin_token(args: &Args) -> Result<Option<String>, CliError> {
+    if args.admin_no_token {
+        if !args.admin.ip().is_loopback() {
+            return Err(CliError::Usage(format!(
+                "--admin-no-token with --admin {}: off loopback the control API needs a token (drop --admin-no-token: one is made and printed)",
+                args.admin
+            )));
+        }
+        return Ok(None);
+    }
+    match &args.admin_token {
+        Some(t) if t.trim().is_empty() => Err(CliError::Usage("--admin-token: the token is empty".into())),
+        Some(t) => Ok(Some(t.clone())),
+        None => Ok(Some(crate::listen::guard::random_token())),
+    }
+}
+
 /// `listening on http://ADDR` per upstream, first line first; pools add the name; then
-/// `control on http://ADDR` for the control API.
+/// `control on http://ADDR` for the control API and `control token TOKEN` when it has one.
 fn announce(pool: &MockPool) -> std::io::Result<()> {
     let mut out = super::term::stdout();
     let single = pool.upstreams().len() == 1;
@@ -249,6 +276,10 @@ fn announce(pool: &MockPool) -> std::io::Result<()> {
     }
     if let Some(admin) = pool.admin_uri() {
         writeln!(out, "control on {admin}")?;
+        if let Some(token) = pool.admin_token() {
+            writeln!(out, "control token {token}")?;
+            tracing::info!("change faults with: chaos fault --mock {admin} --token {token} list");
+        }
     }
     out.flush()
 }

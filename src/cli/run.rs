@@ -2,6 +2,8 @@
 
 use std::io::Write;
 use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use comfy_table::Table;
 
@@ -120,7 +122,8 @@ pub(super) async fn run(args: Args) -> Result<(), CliError> {
         ));
     }
     let stopper = Stopper::default();
-    install_interrupt(stopper.clone());
+    let lingering = Arc::new(AtomicBool::new(false));
+    install_interrupt(stopper.clone(), lingering.clone());
     let server = match args.serve {
         Some(addr) => Some(start_server(addr, &args).await?),
         None => None,
@@ -155,7 +158,7 @@ pub(super) async fn run(args: Args) -> Result<(), CliError> {
         run_variants(&scenario, &options, stopper.clone()).await
     };
     if let Some(server) = server {
-        linger(&server, args.serve_linger, &stopper).await;
+        linger(&server, args.serve_linger, &stopper, &lingering).await;
         server.shutdown().await;
     }
     result
@@ -163,7 +166,7 @@ pub(super) async fn run(args: Args) -> Result<(), CliError> {
 
 /// Starts the live listener and says where the room and the facilitator open it.
 async fn start_server(addr: std::net::SocketAddr, args: &Args) -> Result<experiment::serve::LiveServer, CliError> {
-    let admin_token = args.facilitator_token.clone().unwrap_or_else(random_token);
+    let admin_token = args.facilitator_token.clone().unwrap_or_else(crate::listen::guard::random_token);
     let server = experiment::serve::LiveServer::start(experiment::serve::ServeOptions {
         addr,
         view_token: args.serve_token.clone(),
@@ -190,16 +193,14 @@ async fn start_server(addr: std::net::SocketAddr, args: &Args) -> Result<experim
     Ok(server)
 }
 
-/// 128 random bits as hex.
-fn random_token() -> String {
-    use rand::RngExt as _;
-    let mut rng = rand::rng();
-    format!("{:016x}{:016x}", rng.random::<u64>(), rng.random::<u64>())
-}
-
 /// Keeps the page up after the run so the room reads the verdicts, until `linger` passes or
-/// Ctrl-C.
-async fn linger(server: &experiment::serve::LiveServer, linger: Option<std::time::Duration>, stopper: &Stopper) {
+/// Ctrl-C (which then closes the page: the run is complete, nothing is partial).
+async fn linger(
+    server: &experiment::serve::LiveServer,
+    linger: Option<std::time::Duration>,
+    stopper: &Stopper,
+    lingering: &AtomicBool,
+) {
     use std::io::IsTerminal;
     let linger = linger.unwrap_or(if std::io::stderr().is_terminal() {
         std::time::Duration::from_secs(600)
@@ -215,6 +216,7 @@ async fn linger(server: &experiment::serve::LiveServer, linger: Option<std::time
         humantime::format_duration(linger)
     ));
     let mut stop = stopper.subscribe();
+    lingering.store(true, Ordering::SeqCst);
     tokio::select! {
         () = tokio::time::sleep(linger) => {}
         _ = stop.wait_for(|s| *s) => {}
@@ -336,9 +338,15 @@ pub(super) fn comparison_text(c: &crate::gate::compare::Comparison) -> String {
 /// Ctrl-C (and SIGTERM) stop the run and still write its folder; a second one (GNU `timeout`
 /// sends two at once) kills what the run started, leaves an aborted summary and exits.
 /// Installed through `ctrlc` before goose starts, so goose's own handler (which would exit on
-/// the second signal without a report) is refused.
-fn install_interrupt(stopper: Stopper) {
+/// the second signal without a report) is refused. While the live page lingers after the run
+/// (`lingering`), the run is complete: Ctrl-C only closes the page.
+fn install_interrupt(stopper: Stopper, lingering: Arc<AtomicBool>) {
     let result = ctrlc::set_handler(move || {
+        if lingering.load(Ordering::SeqCst) {
+            super::to_stderr("closing the live page (the run is complete and its report is written)\n");
+            stopper.stop("the live page was closed");
+            return;
+        }
         if stopper.reason().is_some() {
             super::to_stderr(
                 "second interrupt: stopping the system under test and exiting now; the run folder keeps what was measured\n",

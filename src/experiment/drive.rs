@@ -7,6 +7,7 @@ use std::time::{Duration, SystemTime};
 
 use tokio::sync::mpsc;
 
+use super::serve::hub::MockControl;
 use super::{LEAD, RunError, RunOptions, Stopper, base, io, live, progress, watchdog};
 use crate::analysis::{Recorder, StageRecord};
 use crate::clock::Clock;
@@ -150,7 +151,9 @@ pub(super) async fn start_and_drive(
         let own = shared_mock.is_none();
         live.load_started(
             t0_us,
-            own.then(|| started.pool.admin_uri()).flatten(),
+            own.then(|| started.pool.admin_uri())
+                .flatten()
+                .map(|url| MockControl { url, token: started.pool.admin_token().map(str::to_string) }),
             own.then(|| started.pool.tap_attempts()),
         );
     }

@@ -270,6 +270,10 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> RunError + '_ {
     move |source| RunError::Io { path: path.to_path_buf(), source }
 }
 
+/// Descriptors held back for the end of a run (reading its logs, writing its summary, report
+/// and charts, one or two at a time).
+const FINISH_FDS: usize = 16;
+
 /// How long after the planned load start the first stage begins, so every user is up.
 const LEAD: Duration = Duration::from_millis(300);
 
@@ -287,6 +291,10 @@ pub async fn run(scenario: &Scenario, options: &RunOptions, stopper: Stopper) ->
     }
     sut::precheck(scenario.sut.as_ref(), &allow_remote)?;
     let exclusive = crate::load::exclusive().await;
+    // Descriptors: all the process may have, and a few kept back so that a connection flood
+    // that takes the rest still ends in a summary and a report.
+    crate::listen::fds::raise_limit();
+    let mut reserve = crate::listen::fds::Reserve::hold(FINISH_FDS);
     let started_at = SystemTime::now();
     let folder = RunFolder::create(
         options.out.as_deref(),
@@ -327,8 +335,8 @@ pub async fn run(scenario: &Scenario, options: &RunOptions, stopper: Stopper) ->
         Ok(p) => p,
         Err(e) => return Err(aborted(scenario, &folder, &run_id, started_at, e.into())),
     };
-    if let Some(admin) = pool.admin_uri() {
-        tracing::info!("mock control API at {admin} (chaos fault --mock {admin} …)");
+    if let (Some(admin), Some(token)) = (pool.admin_uri(), pool.admin_token()) {
+        tracing::info!("mock control API at {admin}: chaos fault --mock {admin} --token {token} list");
     }
     if let Some(live) = &options.live {
         live.begin_run(run_view(scenario, &run_id, &folder, &pool), folder.dir(), clock);
@@ -348,6 +356,7 @@ pub async fn run(scenario: &Scenario, options: &RunOptions, stopper: Stopper) ->
     let mut started = Started { pool: Arc::new(pool), sut: None };
     let driven = start_and_drive(&plan, &mut started, &exclusive).await;
     let (sut_description, stopped) = started.stop().await;
+    reserve.release();
     let mut driven = match driven {
         Ok(d) => d,
         Err(e) => {
@@ -565,6 +574,7 @@ fn mock_options(scenario: &Scenario, clock: Clock, folder: &RunFolder) -> MockOp
         event_log: Some(folder.path(RunFile::Events)),
         grace: Duration::from_secs(2),
         admin: Some("127.0.0.1:0".parse().expect("a valid address")),
+        admin_token: Some(crate::listen::guard::random_token()),
         ..MockOptions::default()
     }
 }

@@ -17,6 +17,7 @@ mod envelope;
 pub mod hang;
 pub mod latency;
 pub mod malformed;
+pub mod network;
 pub mod outage;
 pub mod rate_limit;
 pub mod reset;
@@ -33,6 +34,7 @@ pub use envelope::{Match, RequestFacts, Window};
 pub use hang::{HangFault, HangMode};
 pub use latency::LatencyFault;
 pub use malformed::{MalformedFault, MalformedMode};
+pub use network::{NetworkFault, NetworkFaultError};
 pub use outage::OutageFault;
 pub use rate_limit::{RateLimitFault, effective_limit};
 pub use reset::{ResetFault, ResetWhen};
@@ -162,7 +164,15 @@ pub enum Fault {
     TtlExpiry(TtlExpiryFault),
 }
 
+/// The longest fault name, characters: a name goes into file names, metric labels and
+/// report headings.
+pub const MAX_NAME_CHARS: usize = 64;
+
 impl Fault {
+    /// Every `kind`, in the order of the docs.
+    pub const KINDS: [&'static str; 8] =
+        ["latency", "rate_limit", "status", "hang", "reset", "malformed", "outage", "ttl_expiry"];
+
     /// The `kind` value.
     pub fn kind(&self) -> &'static str {
         match self {
@@ -225,10 +235,13 @@ impl Fault {
         {
             out.push("ramp", ramp.to_string(), format!("at most half the duration ({duration}): it ramps in and out"));
         }
-        if let Some(problem) = env.name.and_then(crate::markup::name_problem) {
-            out.push("name", problem, crate::markup::NAME_EXPECTED);
-        } else if let Some(name) = env.name.filter(|n| !valid_name(n)) {
-            out.push("name", format!("{name:?}"), "letters, digits, `-`, `_` or `.`");
+        if let Some(name) = env.name {
+            let chars = name.chars().count();
+            if chars > MAX_NAME_CHARS {
+                out.push("name", format!("{chars} characters long"), format!("at most {MAX_NAME_CHARS} characters"));
+            } else if !valid_name(name) {
+                out.push("name", format!("{name:?}"), "letters, digits, `-`, `_` or `.`");
+            }
         }
         if let Some(at) = env.at {
             // A scenario resolves its anchors before this check; anywhere else there are no phases.

@@ -238,3 +238,31 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn a_fault_name_is_at_most_64_characters() {
+    let named = |n: usize| {
+        let mut f = status(503, 0, 1);
+        *f.envelope_mut().name = Some("x".repeat(n));
+        f.problems()
+    };
+    assert!(named(MAX_NAME_CHARS).is_empty());
+    let p = named(MAX_NAME_CHARS + 1);
+    assert_eq!(p.keys(), ["name"]);
+    assert!(p.to_string().contains("at most 64 characters"), "{p}");
+    // A long name is reported by its length, not repeated whole.
+    assert!(!named(10_000).to_string().contains(&"x".repeat(100)));
+}
+
+/// A command runs only for an entry placed from a file; a fault from the network cannot
+/// even carry one.
+#[test]
+fn only_a_fault_from_a_file_runs_its_flush_command() {
+    let with_command = serde_json::json!({"kind": "ttl_expiry", "duration": "1s", "flush": {"command": ["true"]}});
+    let fault: Fault = serde_json::from_value(with_command.clone()).unwrap();
+    assert_eq!(Entry::new("file", fault, 0).flush_command(), Some(&["true".to_string()][..]));
+    assert!(NetworkFault::from_json(&with_command).is_err());
+    let http = serde_json::json!({"kind": "ttl_expiry", "duration": "1s", "flush": {"http": "http://127.0.0.1:1/"}});
+    let entry = Entry::from_network("net", NetworkFault::from_json(&http).unwrap(), 0);
+    assert_eq!(entry.flush_command(), None);
+}

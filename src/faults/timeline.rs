@@ -26,15 +26,34 @@ pub struct Entry {
     probability: f64,
     scales_magnitude: bool,
     listener_level: bool,
+    /// Placed from a file (the run's scenario, `--faults`), not from the network: only then
+    /// may its flush hook run a command.
+    from_file: bool,
 }
 
 impl Entry {
-    /// Places `fault` with its `start` measured from `origin_us`.
+    /// Places `fault`, read from a file, with its `start` measured from `origin_us`.
     pub fn new(name: impl Into<Arc<str>>, fault: Fault, origin_us: u64) -> Self {
+        Self::placed(name.into(), fault, origin_us, true)
+    }
+
+    /// Places a fault that came over the network: its flush hook never runs a command.
+    pub fn from_network(name: impl Into<Arc<str>>, fault: super::NetworkFault, origin_us: u64) -> Self {
+        Self::placed(name.into(), fault.into_fault(), origin_us, false)
+    }
+
+    /// The program and arguments of its flush hook, when it has one and was placed from a file.
+    pub fn flush_command(&self) -> Option<&[String]> {
+        let Fault::TtlExpiry(t) = &self.fault else { return None };
+        t.flush.as_ref()?.command.as_deref().filter(|_| self.from_file)
+    }
+
+    fn placed(name: Arc<str>, fault: Fault, origin_us: u64, from_file: bool) -> Self {
         let env = fault.envelope();
         let window = Window::new(origin_us, env.start.unwrap_or(Duration::ZERO), env.duration, env.ramp);
         Self {
-            name: name.into(),
+            name,
+            from_file,
             matches: env.matches.clone(),
             probability: env.probability.unwrap_or(1.0),
             scales_magnitude: fault.ramp_scales_magnitude(),

@@ -20,6 +20,7 @@ use super::GatewayState;
 use super::breaker::State;
 use super::config::ReadinessMode;
 use super::proxy::{self, GatewayBody, error};
+use crate::listen::{Acceptor, Limits};
 
 /// How long shutdown waits for in-flight requests.
 const GRACE: Duration = Duration::from_secs(5);
@@ -27,10 +28,12 @@ const GRACE: Duration = Duration::from_secs(5);
 pub(crate) async fn serve(listener: TcpListener, state: Arc<GatewayState>, mut stop: watch::Receiver<bool>) {
     let graceful = GracefulShutdown::new();
     let mut connections = JoinSet::new();
+    // Back-off on failed accepts (EMFILE); no cap and no header timer on the data path.
+    let mut acceptor = Acceptor::new(listener, &Limits::NONE, "gateway");
     loop {
         tokio::select! {
-            accepted = listener.accept() => {
-                let Ok((stream, _)) = accepted else { continue };
+            accepted = acceptor.accept() => {
+                let stream = accepted.stream;
                 let _ = stream.set_nodelay(true);
                 let state = state.clone();
                 let watcher = graceful.watcher();
@@ -44,7 +47,7 @@ pub(crate) async fn serve(listener: TcpListener, state: Arc<GatewayState>, mut s
             changed = stop.changed() => if changed.is_err() || *stop.borrow() { break },
         }
     }
-    drop(listener);
+    drop(acceptor);
     tokio::select! {
         () = graceful.shutdown() => {}
         () = tokio::time::sleep(GRACE) => {}

@@ -1,7 +1,10 @@
 //! The control API, on the mock's admin listener: inspect and change the fault timeline while
-//! a game day runs. Loopback by default; anywhere else it needs a bearer token. Faults posted
-//! here are validated like files, and their `start` counts from the moment they are added.
-//! Errors are JSON, carrying their HTTP status.
+//! a game day runs. It needs a bearer token (`chaos mock` makes one unless told not to, on
+//! loopback only), and every request passes the listener guard first (`Host` is this
+//! listener, an `Origin` is its own, a change is `application/json`: no web page can reach
+//! it). Faults posted here are validated like files, but never carry a flush command, and
+//! their `start` counts from the moment they are added. Errors are JSON, carrying their HTTP
+//! status.
 //!
 //! | method and path | does |
 //! |---|---|
@@ -20,7 +23,7 @@ use std::sync::atomic::Ordering;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
-use hyper::header::{AUTHORIZATION, CONTENT_TYPE, HeaderValue};
+use hyper::header::{CONTENT_TYPE, HeaderValue};
 use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
@@ -33,31 +36,39 @@ use tokio::task::JoinSet;
 use super::events::{Event, EventKind};
 use super::state::Shared;
 use super::timeline::TimelineError;
-use crate::faults::{Entry, Fault, Timeline};
-use crate::scenario::NamedFault;
+use crate::faults::{Entry, Fault, NetworkFault, Timeline};
+use crate::listen::guard::{Guard, bearer, token_matches};
+use crate::listen::{Accepted, Acceptor, Limits};
 
 type Reply = Response<Full<Bytes>>;
 
-/// Serves the control API until `stop` turns true.
+/// Serves the control API on `listener` (bound to `bound`) until `stop` turns true: every
+/// request passes the listener guard (Host, Origin, content type) and, when there is one, the
+/// token, before it is read.
 pub(crate) async fn serve(
     listener: TcpListener,
+    bound: SocketAddr,
     shared: Arc<Shared>,
     token: Option<String>,
+    limits: Limits,
     mut stop: watch::Receiver<bool>,
 ) {
-    let token: Option<Arc<str>> = token.map(Into::into);
+    let access = Arc::new(Access { guard: Guard::new(bound), token });
+    let mut acceptor = Acceptor::new(listener, &limits, "control API");
+    let http1 = crate::listen::http1(&limits);
     let mut connections = JoinSet::new();
     loop {
         tokio::select! {
-            accepted = listener.accept() => {
-                let Ok((stream, _)) = accepted else { continue };
-                let (shared, token) = (shared.clone(), token.clone());
+            accepted = acceptor.accept() => {
+                let Accepted { stream, permit, .. } = accepted;
+                let (shared, access, http1) = (shared.clone(), access.clone(), http1.clone());
                 connections.spawn(async move {
+                    let _place = permit;
                     let service = service_fn(move |req| {
-                        let (shared, token) = (shared.clone(), token.clone());
-                        async move { Ok::<_, Infallible>(route(&shared, token.as_deref(), req).await) }
+                        let (shared, access) = (shared.clone(), access.clone());
+                        async move { Ok::<_, Infallible>(route(&shared, &access, req).await) }
                     });
-                    let _ = hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), service).await;
+                    let _ = http1.serve_connection(TokioIo::new(stream), service).await;
                 });
             }
             Some(_) = connections.join_next(), if !connections.is_empty() => {}
@@ -66,13 +77,24 @@ pub(crate) async fn serve(
     }
 }
 
-async fn route(shared: &Shared, token: Option<&str>, req: Request<Incoming>) -> Reply {
-    if let Some(expected) = token {
-        let given =
-            req.headers().get(AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer "));
-        if given != Some(expected) {
-            return error(StatusCode::UNAUTHORIZED, "missing or wrong bearer token", Value::Null);
-        }
+/// Who may use the control API.
+struct Access {
+    guard: Guard,
+    token: Option<String>,
+}
+
+async fn route(shared: &Shared, access: &Access, req: Request<Incoming>) -> Reply {
+    if let Err(refused) = access.guard.check(req.method(), req.headers()) {
+        return error(refused.status, &refused.message, Value::Null);
+    }
+    if let Some(expected) = &access.token
+        && !token_matches(bearer(req.headers()), expected)
+    {
+        return error(
+            StatusCode::UNAUTHORIZED,
+            "missing or wrong bearer token: send Authorization: Bearer TOKEN (`chaos mock` prints it; `chaos fault --token`)",
+            Value::Null,
+        );
     }
     let path = req.uri().path().to_string();
     match (req.method(), path.as_str()) {
@@ -99,7 +121,8 @@ async fn route(shared: &Shared, token: Option<&str>, req: Request<Incoming>) -> 
     }
 }
 
-/// Accepts one fault object or an array of them; names the unnamed; all or nothing.
+/// Accepts one fault object or an array of them; names the unnamed; all or nothing. Each is
+/// read as a [`NetworkFault`]: a flush command is refused, saying why.
 async fn add(shared: &Shared, req: Request<Incoming>) -> Reply {
     let body = match Limited::new(req.into_body(), MAX_BODY).collect().await {
         Ok(b) => b.to_bytes(),
@@ -121,22 +144,21 @@ async fn add(shared: &Shared, req: Request<Incoming>) -> Reply {
         one => vec![one],
     };
     let mut faults = Vec::with_capacity(items.len());
-    for (i, item) in items.into_iter().enumerate() {
-        let fault: Fault = match serde_path_to_error::deserialize(item.clone()) {
+    for (i, item) in items.iter().enumerate() {
+        let fault = match NetworkFault::from_json(item) {
             Ok(f) => f,
             Err(e) => {
-                let (key, found, expected) = problem_of(&item, &e);
                 return error(
                     StatusCode::BAD_REQUEST,
-                    &format!("fault {i}: `{key}` is {found}, expected {expected}"),
-                    json!({"index": i, "problems": [{"key": key, "found": found, "expected": expected}]}),
+                    &format!("fault {i}: {e}"),
+                    json!({"index": i, "problems": [{"key": e.key, "found": e.found, "expected": e.expected}]}),
                 );
             }
         };
-        let name = fault.envelope().name.map_or_else(|| shared.timeline.next_default_name(&fault), str::to_string);
-        faults.push(NamedFault { name, fault, group: None });
+        let name = fault.name().map_or_else(|| shared.timeline.next_default_name(fault.fault()), str::to_string);
+        faults.push((name, fault));
     }
-    match shared.timeline.add(faults, shared.clock.now_us()) {
+    match shared.timeline.add_from_network(faults, shared.clock.now_us()) {
         Ok(added) => {
             for e in &added {
                 event(shared, EventKind::FaultAdded, Some(e.name.clone()));
@@ -151,24 +173,6 @@ async fn add(shared: &Shared, req: Request<Incoming>) -> Reply {
 /// The largest control API body: a timeline of thousands of faults fits; anything larger is a
 /// mistake, answered 413.
 const MAX_BODY: usize = 1 << 20;
-
-/// The key, what was found and what was expected for a fault object serde refused. Serde
-/// reports errors inside the internally tagged fault table against the table as a whole
-/// (path `.`), so the object is read again as TOML through the scenario reader, which finds
-/// the offending key the way it does for files.
-fn problem_of(item: &Value, e: &serde_path_to_error::Error<serde_json::Error>) -> (String, String, String) {
-    let path = e.path().to_string();
-    let fallback =
-        || (if path == "." { String::new() } else { path.clone() }, "this value".to_string(), e.inner().to_string());
-    let Ok(text) = toml::to_string(item) else { return fallback() };
-    match crate::located::Source::new("fault", text).parse::<Fault>() {
-        Err(located) if !located.key_path().is_empty() => {
-            let (found, expected) = located.found_expected();
-            (located.key_path(), found, expected)
-        }
-        _ => fallback(),
-    }
-}
 
 fn remove(shared: &Shared, name: &str) -> Reply {
     match shared.timeline.remove(name) {

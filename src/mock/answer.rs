@@ -24,7 +24,7 @@ use super::service::Outcome;
 use super::state::AttemptGuard;
 use super::{anthropic, embeddings, openai};
 use crate::duration::{later, mul_saturating};
-use crate::faults::{Action, Entry, Fault, HangMode, MalformedMode, RequestFacts, ResetWhen, Verdict};
+use crate::faults::{Action, Entry, HangMode, MalformedMode, NetworkFault, RequestFacts, ResetWhen, Verdict};
 use crate::seed::rng_for;
 use crate::words::Words;
 
@@ -39,18 +39,15 @@ pub(crate) fn header_fault(guard: &AttemptGuard, value: Option<HeaderValue>) -> 
             "x-chaos-fault is disabled for this upstream: set `http.allow_fault_header = true` in its profile".into()
         );
     }
-    let fault = value
-        .to_str()
-        .map_err(|e| e.to_string())
-        .and_then(|t| serde_json::from_str::<Fault>(t).map_err(|e| e.to_string()))
-        .map_err(|e| {
-            format!("x-chaos-fault is not a fault in JSON ({e}), e.g. {{\"kind\":\"status\",\"code\":429}}")
-        })?;
-    let problems = fault.problems();
+    let text = value.to_str().map_err(|_| "x-chaos-fault is not text: send one fault as JSON".to_string())?;
+    // Read as every fault from the network is: never a flush command.
+    let fault = NetworkFault::from_text(text)
+        .map_err(|e| format!("x-chaos-fault: {e} (one fault as JSON, e.g. {{\"kind\":\"status\",\"code\":429}})"))?;
+    let problems = fault.fault().problems();
     if !problems.is_empty() {
         return Err(format!("x-chaos-fault: {problems}"));
     }
-    Ok(Some(Box::new(Entry::new("x-chaos-fault", fault.untimed(), guard.t_us()))))
+    Ok(Some(Box::new(Entry::from_network("x-chaos-fault", fault.untimed(), guard.t_us()))))
 }
 
 pub(crate) async fn serve_chat(

@@ -1,6 +1,7 @@
 //! Fires `ttl_expiry` faults at their instant: logs the expiry event, then runs the flush hook
-//! (an HTTP call to a loopback URL, or a command run without a shell), each bounded by a
-//! timeout, and logs how it went. One scheduler per mock process; it ends with the process's
+//! (an HTTP call to a loopback URL, or a command run without a shell — only for a fault placed
+//! from a file, never for one that came over the network), each bounded by a timeout, and logs
+//! how it went. One scheduler per mock process; it ends with the process's
 //! shared state (it holds only a weak reference).
 
 use std::collections::HashSet;
@@ -43,7 +44,9 @@ pub(crate) async fn run(shared: Weak<Shared>) {
                 };
                 state.events.record(event);
                 if let Some(hook) = f.flush.clone() {
-                    tokio::spawn(flush(Arc::downgrade(&state), entry.name.clone(), hook));
+                    // Only an entry placed from a file runs a command (never one from the network).
+                    let command = entry.flush_command().map(<[String]>::to_vec);
+                    tokio::spawn(flush(Arc::downgrade(&state), entry.name.clone(), hook, command));
                 }
             } else {
                 next = Some(next.map_or(at, |n| n.min(at)));
@@ -58,8 +61,8 @@ pub(crate) async fn run(shared: Weak<Shared>) {
     }
 }
 
-async fn flush(shared: Weak<Shared>, fault: Arc<str>, hook: FlushHook) {
-    let result = tokio::time::timeout(HOOK_TIMEOUT, run_hook(&hook))
+async fn flush(shared: Weak<Shared>, fault: Arc<str>, hook: FlushHook, command: Option<Vec<String>>) {
+    let result = tokio::time::timeout(HOOK_TIMEOUT, run_hook(&hook, command.as_deref()))
         .await
         .unwrap_or_else(|_| Err(format!("timed out after {}s", HOOK_TIMEOUT.as_secs())));
     let Some(state) = shared.upgrade() else { return };
@@ -71,8 +74,9 @@ async fn flush(shared: Weak<Shared>, fault: Arc<str>, hook: FlushHook) {
     state.events.record(Event { t_us, kind, upstream: None, fault: Some(fault), detail: Some(detail) });
 }
 
-async fn run_hook(hook: &FlushHook) -> Result<String, String> {
-    match (&hook.http, &hook.command) {
+/// Runs the HTTP hook, or `command`: the hook's command when its entry came from a file.
+async fn run_hook(hook: &FlushHook, command: Option<&[String]>) -> Result<String, String> {
+    match (&hook.http, command) {
         (Some(url), _) => {
             let method = hook.method.as_deref().unwrap_or("POST");
             let req = hyper::Request::builder()
@@ -105,6 +109,7 @@ async fn run_hook(hook: &FlushHook) -> Result<String, String> {
                 Err(format!("{}: {} {text}", cmd.join(" "), out.status))
             }
         }
+        (None, None) if hook.command.is_some() => Err(crate::faults::network::COMMAND_REFUSED.into()),
         (None, None) => Err("no hook".into()),
     }
 }

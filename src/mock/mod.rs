@@ -130,8 +130,11 @@ pub struct MockOptions {
     pub faults: Vec<NamedFault>,
     /// Serve the control API on this address (loopback unless `admin_token` is set).
     pub admin: Option<SocketAddr>,
-    /// Bearer token the control API requires.
+    /// Bearer token the control API requires. `None` is the explicit opt-out, on loopback
+    /// only: `chaos mock` and `chaos run` always give one unless told not to.
     pub admin_token: Option<String>,
+    /// Connection cap and header-read timeout of the control API.
+    pub admin_limits: crate::listen::Limits,
 }
 
 impl Default for MockOptions {
@@ -146,6 +149,7 @@ impl Default for MockOptions {
             faults: Vec::new(),
             admin: None,
             admin_token: None,
+            admin_limits: crate::listen::Limits::CONTROL,
         }
     }
 }

@@ -11,6 +11,7 @@ pub struct MockPool {
     shared: Arc<Shared>,
     pub(super) upstreams: Vec<MockUpstream>,
     admin: Option<(SocketAddr, watch::Sender<bool>)>,
+    admin_token: Option<String>,
 }
 
 impl MockPool {
@@ -36,10 +37,11 @@ impl MockPool {
             started.push(MockUpstream { addr: bound, state, stop, task: Mutex::new(Some(task)) });
         }
         let admin = match options.admin {
-            Some(addr) => Some(start_admin(addr, options.admin_token.clone(), &shared).await?),
+            Some(addr) => Some(start_admin(addr, &options, &shared).await?),
             None => None,
         };
-        Ok(Self { shared, upstreams: started, admin })
+        let admin_token = admin.as_ref().and(options.admin_token);
+        Ok(Self { shared, upstreams: started, admin, admin_token })
     }
 
     /// The upstreams, in the order given.
@@ -98,6 +100,11 @@ impl MockPool {
         self.admin.as_ref().map(|(addr, _)| format!("http://{addr}"))
     }
 
+    /// The bearer token the control API requires, when it is served with one.
+    pub fn admin_token(&self) -> Option<&str> {
+        self.admin_token.as_deref()
+    }
+
     /// Fault events so far (expiries, flushes, outages), oldest first.
     pub fn events(&self) -> Vec<Event> {
         self.shared.events.snapshot()
@@ -127,13 +134,14 @@ impl MockPool {
 
 async fn start_admin(
     addr: SocketAddr,
-    token: Option<String>,
+    options: &MockOptions,
     shared: &Arc<Shared>,
 ) -> Result<(SocketAddr, watch::Sender<bool>), MockError> {
+    let token = options.admin_token.clone();
     admin::check_exposure(addr, token.as_deref()).map_err(MockError::AdminExposed)?;
     let listener = crate::net::bind(addr).map_err(|source| MockError::AdminBind { addr, source })?;
     let bound = listener.local_addr().map_err(|source| MockError::AdminBind { addr, source })?;
     let (stop, stop_rx) = watch::channel(false);
-    tokio::spawn(admin::serve(listener, shared.clone(), token, stop_rx));
+    tokio::spawn(admin::serve(listener, bound, shared.clone(), token, options.admin_limits, stop_rx));
     Ok((bound, stop))
 }

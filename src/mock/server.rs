@@ -27,10 +27,15 @@ use super::conn::{ConnCtl, ConnIo};
 use super::events::{Event, EventKind};
 use super::service::handle;
 use super::state::UpstreamState;
+use crate::listen::Backoff;
 
-async fn accept(listener: Option<&TcpListener>) -> std::io::Result<(TcpStream, SocketAddr)> {
+/// The next connection, after any back-off; never while the listener is down (an outage).
+async fn accept(listener: Option<&TcpListener>, backoff: &Backoff) -> std::io::Result<(TcpStream, SocketAddr)> {
     match listener {
-        Some(l) => l.accept().await,
+        Some(l) => {
+            backoff.ready().await;
+            l.accept().await
+        }
         None => std::future::pending().await,
     }
 }
@@ -46,12 +51,15 @@ pub(crate) async fn serve(
 ) {
     // No header-read timeout (no timer): with one, hyper arms a timer per request, which cost
     // ~15 % of throughput here, and a mock must tolerate slow clients (often the test subject).
+    // No connection cap either (a load test's connections are the point); accept errors back
+    // off (crate::listen::Backoff), so an exhausted descriptor table never spins a core.
     let mut http1 = hyper::server::conn::http1::Builder::new();
     http1.keep_alive(true);
     let auto = state.profile.http2.then(|| Arc::new(auto::Builder::new(TokioExecutor::new())));
     let graceful = GracefulShutdown::new();
     let mut connections = JoinSet::new();
     let mut listener = Some(listener);
+    let mut backoff = Backoff::new("mock upstream");
     let mut changes = state.shared.timeline.subscribe();
     let clock = state.shared.clock;
     loop {
@@ -79,8 +87,9 @@ pub(crate) async fn serve(
             _ => {}
         }
         tokio::select! {
-            accepted = accept(listener.as_ref()) => match accepted {
+            accepted = accept(listener.as_ref(), &backoff) => match accepted {
                 Ok((stream, _)) => {
+                    backoff.succeeded();
                     let _ = stream.set_nodelay(true);
                     let state = state.clone();
                     let (http1, auto) = (http1.clone(), auto.clone());
@@ -101,11 +110,8 @@ pub(crate) async fn serve(
                         state.metrics.connections.dec();
                     });
                 }
-                Err(e) => {
-                    // Usually EMFILE under extreme connection counts: back off briefly, keep serving.
-                    tracing::warn!(upstream = %state.name, error = %e, "accept failed");
-                    tokio::time::sleep(Duration::from_millis(10)).await;
-                }
+                // Usually EMFILE under extreme connection counts: back off, keep serving.
+                Err(e) => backoff.failed(&e),
             },
             () = sleep_until(wake) => {}
             _ = changes.changed() => {}

@@ -6,7 +6,7 @@ use std::sync::{Arc, RwLock};
 
 use tokio::sync::watch;
 
-use crate::faults::{Entry, Fault, Problems, Timeline};
+use crate::faults::{Entry, Fault, NetworkFault, Problems, Timeline};
 use crate::scenario::NamedFault;
 
 /// Why a change to the timeline was refused.
@@ -64,23 +64,43 @@ impl LiveTimeline {
         self.version.subscribe()
     }
 
-    /// Appends faults whose `start` counts from `origin_us`; all or nothing.
+    /// Appends faults read from files (the run's scenario, `--faults`) whose `start` counts
+    /// from `origin_us`; all or nothing.
     pub fn add(&self, faults: Vec<NamedFault>, origin_us: u64) -> Result<Vec<Arc<Entry>>, TimelineError> {
-        for f in &faults {
-            self.check(&f.name, &f.fault)?;
+        let named = faults.into_iter().map(|f| (f.name, f.fault)).collect();
+        self.place(named, |f| f, |name, fault| Entry::new(name, fault, origin_us))
+    }
+
+    /// Appends faults that came over the network (the control API), named; all or nothing.
+    /// Their flush hooks never run a command ([`NetworkFault`] cannot carry one).
+    pub fn add_from_network(
+        &self,
+        faults: Vec<(String, NetworkFault)>,
+        origin_us: u64,
+    ) -> Result<Vec<Arc<Entry>>, TimelineError> {
+        self.place(faults, NetworkFault::fault, |name, fault| Entry::from_network(name, fault, origin_us))
+    }
+
+    fn place<T>(
+        &self,
+        faults: Vec<(String, T)>,
+        fault_of: impl Fn(&T) -> &Fault,
+        entry: impl Fn(String, T) -> Entry,
+    ) -> Result<Vec<Arc<Entry>>, TimelineError> {
+        for (name, f) in &faults {
+            self.check(name, fault_of(f))?;
         }
         let mut added = Vec::with_capacity(faults.len());
         self.change(|entries| {
-            for f in &faults {
-                if entries.iter().any(|e| *e.name == *f.name) || faults.iter().filter(|g| g.name == f.name).count() > 1
-                {
-                    return Err(TimelineError::Duplicate(f.name.clone()));
+            for (name, _) in &faults {
+                if entries.iter().any(|e| *e.name == **name) || faults.iter().filter(|(g, _)| g == name).count() > 1 {
+                    return Err(TimelineError::Duplicate(name.clone()));
                 }
             }
-            for f in faults {
-                let entry = Arc::new(Entry::new(f.name, f.fault, origin_us));
-                added.push(entry.clone());
-                entries.push(entry);
+            for (name, f) in faults {
+                let placed = Arc::new(entry(name, f));
+                added.push(placed.clone());
+                entries.push(placed);
             }
             Ok(())
         })?;

@@ -7,7 +7,8 @@
 //! - a ReadWriteMany PersistentVolumeClaim for the results, one folder per worker;
 //! - the scenario's upstreams as one mock Deployment and a ClusterIP Service (their fault
 //!   timeline on the shared start instant; the control API on the pod's loopback only, for
-//!   `kubectl port-forward`), unless `--no-mock` (each worker then mocks in its own pod);
+//!   `kubectl port-forward`, with a token generated at rendering in a Secret), unless
+//!   `--no-mock` (each worker then mocks in its own pod);
 //! - an Indexed Job of N workers (`completionMode: Indexed`, `parallelism = completions = N`)
 //!   whose pods run `chaos run … --worker $(JOB_COMPLETION_INDEX)/N --start-at …`, spread over
 //!   nodes where the cluster can;
@@ -233,7 +234,8 @@ pub fn render(args: &RenderArgs, now: SystemTime) -> Result<String, CliError> {
             n.to_string(),
             "--listen".into(),
             format!("0.0.0.0:{MOCK_PORT}"),
-            // The control API stays on the pod's loopback: kubectl port-forward reaches it.
+            // The control API stays on the pod's loopback: kubectl port-forward reaches it. Its
+            // token comes from the Secret rendered beside it (CHAOS_ADMIN_TOKEN).
             "--admin".into(),
             "127.0.0.1:9900".into(),
             "--out".into(),
@@ -250,6 +252,14 @@ pub fn render(args: &RenderArgs, now: SystemTime) -> Result<String, CliError> {
         );
         c["ports"] = json!(ports);
         c["readinessProbe"] = json!({"tcpSocket": {"port": MOCK_PORT}, "periodSeconds": 2});
+        let secret = format!("{name}-control");
+        if let Some(env) = c["env"].as_array_mut() {
+            env.push(
+                json!({"name": "CHAOS_ADMIN_TOKEN", "valueFrom": {"secretKeyRef": {"name": secret, "key": "token"}}}),
+            );
+        }
+        let token = crate::listen::guard::random_token();
+        docs.push(json!({"apiVersion": "v1", "kind": "Secret", "metadata": meta("-control", "mock"), "type": "Opaque", "stringData": {"token": token}}));
         let selector = json!({"app.kubernetes.io/instance": name, "app.kubernetes.io/component": "mock"});
         let pod_meta = pod_meta(meta("-mock", "mock"));
         docs.push(json!({

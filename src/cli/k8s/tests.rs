@@ -43,6 +43,9 @@ fn the_shipped_game_day_renders_three_workers_on_one_instant() {
         "kind: \"Deployment\"",
         "type: \"ClusterIP\"",
         "- \"127.0.0.1:9900\"",
+        "kind: \"Secret\"",
+        "name: \"CHAOS_ADMIN_TOKEN\"",
+        "name: \"chaos-slow-upstream-control\"",
         "- \"ReadWriteMany\"",
         "- \"/results/slow-upstream-20261201T150100Z/worker-2\"",
         "- \"/results/slow-upstream-20261201T150100Z/mock\"",
@@ -53,7 +56,7 @@ fn the_shipped_game_day_renders_three_workers_on_one_instant() {
     ] {
         assert!(text.contains(want), "missing {want}\n{text}");
     }
-    assert_eq!(text.matches("\n---\n").count(), 7, "ConfigMap, PVC, Deployment, Service, 2 Jobs, Pod");
+    assert_eq!(text.matches("\n---\n").count(), 8, "ConfigMap, PVC, Secret, Deployment, Service, 2 Jobs, Pod");
     // The profile's text is in the ConfigMap, as a literal block.
     let profile = std::fs::read_to_string("mock-upstreams/openai.toml").unwrap();
     let first = profile.lines().find(|l| !l.is_empty()).unwrap();

@@ -9,8 +9,8 @@ use std::time::Duration as StdDuration;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::hub::{Live, Refused};
-use crate::faults::{Fault, HangMode, MalformedMode, ResetWhen};
+use super::hub::{Live, MockControl, Refused};
+use crate::faults::{Fault, HangMode, MalformedMode, NetworkFault, ResetWhen};
 use crate::record::ObservationKind;
 use crate::scenario::NamedFault;
 
@@ -66,29 +66,24 @@ fn refused(e: Refused) -> Failure {
     match e {
         Refused::NotNow(m) => (409, m),
         Refused::Bad(m) => (400, m),
+        Refused::Full(m) => (413, m),
     }
 }
 
 /// Starts the fault in `body` (one JSON fault object, as `POST /_chaos/faults` takes it),
-/// named `adhoc-N-KIND` unless it has a name. Returns the name.
+/// named `adhoc-N-KIND` unless it has a name. Returns the name. It is read as every fault from
+/// the network is: a flush command is refused, saying why.
 pub async fn start(live: &Live, body: &[u8], author: Option<&str>) -> Result<String, Failure> {
     let (admin, clock, t0) = live.control().map_err(refused)?;
-    let value: Value = serde_json::from_slice(body).map_err(|e| (400, format!("invalid JSON: {e}")))?;
-    let mut fault: Fault =
-        serde_path_to_error::deserialize(value).map_err(|e| (400, format!("`{}`: {}", e.path(), e.inner())))?;
-    let name = match fault.envelope().name {
+    let text = std::str::from_utf8(body).map_err(|_| (400, "the body is not UTF-8 text".to_string()))?;
+    let mut fault = NetworkFault::from_text(text).map_err(|e| (400, e.to_string()))?;
+    let name = match fault.name() {
         Some(n) => n.to_string(),
-        None => live.next_adhoc_name(fault.kind()),
+        None => live.next_adhoc_name(fault.fault().kind()),
     };
-    *fault.envelope_mut().name = Some(name.clone());
-    let body = serde_json::to_vec(&fault).map_err(|e| (500, e.to_string()))?;
-    let reply = reqwest::Client::new()
-        .post(format!("{admin}/_chaos/faults"))
-        .header("content-type", "application/json")
-        .body(body)
-        .send()
-        .await
-        .map_err(|e| (502, format!("the mock's control API at {admin}: {e}")))?;
+    fault.set_name(name.clone());
+    let body = serde_json::to_vec(fault.fault()).map_err(|e| (500, e.to_string()))?;
+    let reply = send(&admin, reqwest::Method::POST, "/_chaos/faults", body).await?;
     let status = reply.status().as_u16();
     let text = reply.text().await.unwrap_or_default();
     if status != 201 {
@@ -96,9 +91,9 @@ pub async fn start(live: &Live, body: &[u8], author: Option<&str>) -> Result<Str
     }
     // For the run's record: the same fault with its start counted from the load start.
     let now = clock.now_us();
-    let delay = fault.envelope().start.map_or(0, |d| d.as_std().as_micros() as u64);
+    let delay = fault.fault().envelope().start.map_or(0, |d| d.as_std().as_micros() as u64);
     let start_us = now + delay;
-    let mut recorded = fault.clone();
+    let mut recorded = fault.into_fault();
     *recorded.envelope_mut().start = Some(StdDuration::from_micros(start_us.saturating_sub(t0)).into());
     let what = describe(&recorded);
     live.adhoc_started(NamedFault { name: name.clone(), fault: recorded, group: None }, start_us);
@@ -109,12 +104,7 @@ pub async fn start(live: &Live, body: &[u8], author: Option<&str>) -> Result<Str
 /// Stops the fault `name` (any fault on the timeline, not only the page's).
 pub async fn stop(live: &Live, name: &str, author: Option<&str>) -> Result<(), Failure> {
     let (admin, clock, _) = live.control().map_err(refused)?;
-    let url = format!("{admin}/_chaos/faults/{name}");
-    let reply = reqwest::Client::new()
-        .delete(url)
-        .send()
-        .await
-        .map_err(|e| (502, format!("the mock's control API at {admin}: {e}")))?;
+    let reply = send(&admin, reqwest::Method::DELETE, &format!("/_chaos/faults/{name}"), Vec::new()).await?;
     let status = reply.status().as_u16();
     if !(200..300).contains(&status) {
         let text = reply.text().await.unwrap_or_default();
@@ -128,6 +118,23 @@ pub async fn stop(live: &Live, name: &str, author: Option<&str>) -> Result<(), F
     };
     live.observe(ObservationKind::Action, &text, author).map_err(refused)?;
     Ok(())
+}
+
+/// One call to the run's mock control API, with its token.
+async fn send(
+    admin: &MockControl,
+    method: reqwest::Method,
+    path: &str,
+    body: Vec<u8>,
+) -> Result<reqwest::Response, Failure> {
+    let mut req = reqwest::Client::new()
+        .request(method, format!("{}{path}", admin.url))
+        .header("content-type", "application/json")
+        .body(body);
+    if let Some(t) = &admin.token {
+        req = req.bearer_auth(t);
+    }
+    req.send().await.map_err(|e| (502, format!("the mock's control API at {}: {e}", admin.url)))
 }
 
 /// The control API's `{"error": {"message"}}`, or the text as it came.

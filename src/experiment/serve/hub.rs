@@ -15,6 +15,7 @@ use serde::Serialize;
 use tokio::sync::broadcast;
 
 use super::metrics::{Gauges, RunMetrics};
+use super::shown::Shown;
 use crate::analysis::Summary;
 use crate::clock::Clock;
 use crate::gate::Verdict;
@@ -36,6 +37,13 @@ type AttemptTap = std::sync::mpsc::Receiver<Arc<crate::mock::Attempt>>;
 
 /// The longest observation kept, characters.
 pub const MAX_NOTE_CHARS: usize = 2000;
+
+/// Notes taken per run at most (the facilitator's actions are not counted: they need the
+/// admin token). A game day writes tens.
+pub const MAX_NOTES: usize = 1000;
+
+/// Total length of a run's notes at most, bytes.
+pub const MAX_NOTES_BYTES: usize = 512 * 1024;
 
 /// What the page knows of the run before it measures anything.
 #[derive(Clone, Debug, Serialize)]
@@ -60,6 +68,16 @@ pub struct RunView {
     pub started: bool,
     /// Faults can be started from the page (the run has its own mocks).
     pub controls: bool,
+}
+
+/// The run's mock control API, where the facilitator's faults go: its origin and the token
+/// it requires.
+#[derive(Clone, Debug)]
+pub struct MockControl {
+    /// `http://ADDR`.
+    pub url: String,
+    /// Its bearer token.
+    pub token: Option<String>,
 }
 
 /// One stage on the timeline.
@@ -179,17 +197,7 @@ pub struct EndView {
     pub files: Vec<(String, String)>,
 }
 
-/// The whole state, as a page that connects gets it.
-#[derive(Debug, Default, Serialize)]
-struct Snapshot<'a> {
-    run: Option<&'a RunView>,
-    windows: &'a [LiveWindow],
-    gauges: &'a [GaugePoint],
-    observations: &'a [ObservationView],
-    end: Option<&'a EndView>,
-}
-
-/// Why a note or a facilitator action was refused (HTTP 409 or 400).
+/// Why a note or a facilitator action was refused (HTTP 409, 400, or 413 for a full log).
 #[derive(Debug, thiserror::Error)]
 pub enum Refused {
     /// No run, or not in a state for it.
@@ -198,6 +206,9 @@ pub enum Refused {
     /// The request itself.
     #[error("{0}")]
     Bad(String),
+    /// The observation log holds all it may.
+    #[error("{0}")]
+    Full(String),
 }
 
 /// A facilitator's fault while it lasts.
@@ -210,18 +221,17 @@ struct Adhoc {
 
 #[derive(Debug, Default)]
 struct State {
-    run: Option<RunView>,
-    windows: Vec<LiveWindow>,
-    gauges: Vec<GaugePoint>,
-    observations: Vec<ObservationView>,
-    end: Option<EndView>,
+    /// What a page is shown, and its encoded copy.
+    shown: Shown,
+    /// Notes taken (not the facilitator's actions), and their total length in bytes.
+    notes_taken: (usize, usize),
     clock: Option<Clock>,
     t0_us: Option<u64>,
     folder: Option<PathBuf>,
     notes: Option<NdjsonAppender>,
     /// Notes are taken until the analysis reads them.
     closed: bool,
-    mock_admin: Option<String>,
+    mock_admin: Option<MockControl>,
     adhoc: Vec<Adhoc>,
     adhoc_count: u64,
     /// The second being counted, and what was sent and arrived in it so far.
@@ -311,32 +321,25 @@ impl Live {
         self.tx.subscribe()
     }
 
-    /// The whole state as one `snapshot` event (what a page gets when it connects).
+    /// The whole state as one `snapshot` event (what a page gets when it connects): the same
+    /// bytes for every page until the state changes.
     pub fn snapshot(&self) -> Bytes {
-        let s = self.lock();
-        frame(
-            "snapshot",
-            &Snapshot {
-                run: s.run.as_ref(),
-                windows: &s.windows,
-                gauges: &s.gauges,
-                observations: &s.observations,
-                end: s.end.as_ref(),
-            },
-        )
+        self.lock().shown.snapshot()
     }
 
-    /// The whole state as JSON (`GET /api/state`).
+    /// The whole state as JSON (`GET /api/state`), from the same encoded copy.
+    pub fn state_bytes(&self) -> Bytes {
+        self.lock().shown.json()
+    }
+
+    /// The whole state as JSON text.
     pub fn state_json(&self) -> String {
-        let s = self.lock();
-        serde_json::to_string(&Snapshot {
-            run: s.run.as_ref(),
-            windows: &s.windows,
-            gauges: &s.gauges,
-            observations: &s.observations,
-            end: s.end.as_ref(),
-        })
-        .unwrap_or_default()
+        String::from_utf8_lossy(&self.state_bytes()).into_owned()
+    }
+
+    /// How many times the state has been serialized for pages (once per change at most).
+    pub fn encodings(&self) -> u64 {
+        self.lock().shown.encodings()
     }
 
     /// A run starts: its plan, folder and clock. Whatever an earlier run (variant) left is
@@ -344,8 +347,9 @@ impl Live {
     pub fn begin_run(&self, run: RunView, folder: &Path, clock: Clock) {
         self.metrics.begin(&run.scenario, &run.run_id);
         let mut s = self.lock();
-        *s = State { run: Some(run), clock: Some(clock), folder: Some(folder.to_path_buf()), ..State::default() };
-        let bytes = frame("snapshot", &Snapshot { run: s.run.as_ref(), ..Snapshot::default() });
+        *s = State { clock: Some(clock), folder: Some(folder.to_path_buf()), ..State::default() };
+        s.shown.edit().run = Some(run);
+        let bytes = s.shown.snapshot();
         drop(s);
         self.send(bytes);
     }
@@ -353,17 +357,17 @@ impl Live {
     /// The load starts at `t0_us`; faults can be started through the mocks' control API at
     /// `mock_admin` (none: the run uses a shared mock); `tap` brings the mocks' attempt
     /// records (none: they are elsewhere).
-    pub fn load_started(&self, t0_us: u64, mock_admin: Option<String>, tap: Option<AttemptTap>) {
+    pub fn load_started(&self, t0_us: u64, mock_admin: Option<MockControl>, tap: Option<AttemptTap>) {
         let mut s = self.lock();
         s.t0_us = Some(t0_us);
         s.mock_admin = mock_admin;
         s.tap = tap;
         let controls = s.mock_admin.is_some();
-        if let Some(r) = &mut s.run {
+        if let Some(r) = &mut s.shown.edit().run {
             r.started = true;
             r.controls = controls;
         }
-        let bytes = frame("run", &s.run);
+        let bytes = frame("run", &s.shown.get().run);
         drop(s);
         self.send(bytes);
     }
@@ -375,13 +379,13 @@ impl Live {
         self.metrics.stages(&names);
         let mut s = self.lock();
         let adhoc: Vec<NamedFault> = s.adhoc.iter().map(|a| a.fault.clone()).collect();
-        if let Some(r) = &mut s.run {
+        if let Some(r) = &mut s.shown.edit().run {
             r.stages = stage_views(stages);
             r.total_s = r.stages.last().map_or(0.0, |l| l.end_s);
             r.faults = fault_views(faults, false);
             r.faults.extend(fault_views(&adhoc, true));
         }
-        let bytes = frame("run", &s.run);
+        let bytes = frame("run", &s.shown.get().run);
         drop(s);
         self.send(bytes);
     }
@@ -436,7 +440,7 @@ impl Live {
         if let Some(a) = out.iter().rev().find_map(|w| w.amplification) {
             self.metrics.amplification(a);
         }
-        s.windows.extend(out.iter().cloned());
+        s.shown.edit().windows.extend(out.iter().cloned());
         drop(s);
         for w in &out {
             self.send(frame("window", w));
@@ -460,7 +464,7 @@ impl Live {
         let Some(current) = s.second.filter(|c| second > *c) else { return };
         // The second `current` has ended: publish it.
         let t = secs(now_us, t0);
-        let stage = self.metric_gauges(s.run.as_ref(), counters, pool, Some((now_us, t)));
+        let stage = self.metric_gauges(s.shown.get().run.as_ref(), counters, pool, Some((now_us, t)));
         let point = GaugePoint {
             t_s: current,
             sent: s.sent_in,
@@ -483,11 +487,11 @@ impl Live {
                     strength: e.strength(now_us),
                 })
                 .collect(),
-            stage: stage.and_then(|i| s.run.as_ref().map(|r| r.stages[i].name.clone())),
+            stage: stage.and_then(|i| s.shown.get().run.as_ref().map(|r| r.stages[i].name.clone())),
         };
         (s.second, s.sent_in, s.attempts_in) = (Some(second), 0, 0);
         let bytes = frame("gauge", &point);
-        s.gauges.push(point);
+        s.shown.edit().gauges.push(point);
         drop(s);
         self.send(bytes);
     }
@@ -496,7 +500,7 @@ impl Live {
     /// request has completed, so every attempt has arrived), no stage runs, no fault is on.
     pub fn settle(&self, counters: &LiveCounters, pool: &MockPool) {
         let s = self.lock();
-        self.metric_gauges(s.run.as_ref(), counters, pool, None);
+        self.metric_gauges(s.shown.get().run.as_ref(), counters, pool, None);
     }
 
     /// `/metrics`' counters and gauges from the generator's and the mocks' own counters, at
@@ -554,6 +558,14 @@ impl Live {
                 "the run has ended and its report is written: observations are taken while it runs".into(),
             ));
         }
+        let (count, bytes) = s.notes_taken;
+        if kind == ObservationKind::Note && (count >= MAX_NOTES || bytes + text.len() > MAX_NOTES_BYTES) {
+            return Err(Refused::Full(format!(
+                "the observation log is full ({count} notes, {} KiB; at most {MAX_NOTES} notes and {} KiB a run): this one is not recorded",
+                bytes / 1024,
+                MAX_NOTES_BYTES / 1024
+            )));
+        }
         let t_us = clock.now_us();
         let line = Observation {
             t_us,
@@ -583,7 +595,10 @@ impl Live {
             text: line.text,
             author,
         };
-        s.observations.push(view.clone());
+        if kind == ObservationKind::Note {
+            s.notes_taken = (count + 1, bytes + text.len());
+        }
+        s.shown.edit().observations.push(view.clone());
         drop(s);
         self.metrics.observation(view.kind);
         self.send(frame("observation", &view));
@@ -602,9 +617,9 @@ impl Live {
     }
 
     /// Where a facilitator's fault goes: the mocks' control API, and the run's clock.
-    pub fn control(&self) -> Result<(String, Clock, u64), Refused> {
+    pub fn control(&self) -> Result<(MockControl, Clock, u64), Refused> {
         let s = self.lock();
-        if s.closed || s.end.is_some() {
+        if s.closed || s.shown.get().end.is_some() {
             return Err(Refused::NotNow("the run has ended".into()));
         }
         let (Some(t0), Some(clock)) = (s.t0_us, s.clock) else {
@@ -629,10 +644,10 @@ impl Live {
     pub fn adhoc_started(&self, fault: NamedFault, start_us: u64) {
         let mut s = self.lock();
         s.adhoc.push(Adhoc { fault: fault.clone(), start_us });
-        if let Some(r) = &mut s.run {
+        if let Some(r) = &mut s.shown.edit().run {
             r.faults.extend(fault_views(&[fault], true));
         }
-        let bytes = frame("run", &s.run);
+        let bytes = frame("run", &s.shown.get().run);
         drop(s);
         self.send(bytes);
     }
@@ -650,12 +665,13 @@ impl Live {
             *env.duration = Some(ran.into());
         }
         let end_s = secs(a.start_us, t0) + ran.as_secs_f64();
-        if let Some(f) = s.run.as_mut().and_then(|r| r.faults.iter_mut().find(|f| f.adhoc && f.name == name))
+        if let Some(f) =
+            s.shown.edit().run.as_mut().and_then(|r| r.faults.iter_mut().find(|f| f.adhoc && f.name == name))
             && shorter
         {
             f.end_s = Some(end_s);
         }
-        let bytes = frame("run", &s.run);
+        let bytes = frame("run", &s.shown.get().run);
         drop(s);
         self.send(bytes);
         true
@@ -706,7 +722,7 @@ impl Live {
         s.closed = true;
         s.notes = None;
         let bytes = frame("end", &end);
-        s.end = Some(end);
+        s.shown.edit().end = Some(end);
         drop(s);
         self.send(bytes);
     }

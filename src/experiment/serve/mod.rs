@@ -17,37 +17,41 @@
 //!
 //! Loopback by default. Off loopback the view token is required (`?token=` or `Authorization:
 //! Bearer`), as for the mock's control API. Fault controls always need the admin token
-//! (`X-Chaos-Admin`; the page takes it from `?admin=`), generated when not given.
+//! (`X-Chaos-Admin`; the page takes it from `?admin=`), generated when not given. Before any
+//! of that, every request passes the listener guard ([`crate::listen::guard`]: `Host` is this
+//! listener, an `Origin` is its own, a POST or DELETE is `application/json`), so no other web
+//! page can write a note, start a fault or read the state; connections are capped and must
+//! send their header within 10 s; notes are capped in number and size ([`hub::MAX_NOTES`]).
 //!
 //! Layer 6 (with the rest of `experiment`): reads the live windows and counters; measures
 //! nothing of its own.
 
+mod events;
 pub mod facilitator;
 pub mod hub;
 pub mod metrics;
+mod shown;
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
-use std::time::Duration;
 
 use bytes::Bytes;
-use http_body::{Body, Frame};
 use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
-use hyper::header::{AUTHORIZATION, CACHE_CONTROL, CONTENT_TYPE, HeaderValue};
+use hyper::header::{CACHE_CONTROL, CONTENT_TYPE, HeaderValue};
 use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use serde_json::json;
-use tokio::sync::{broadcast, mpsc, watch};
+use tokio::sync::watch;
 use tokio::task::{JoinHandle, JoinSet};
 
 pub use hub::{Feed, Live};
 
+use crate::listen::guard::{Guard, bearer, token_matches};
+use crate::listen::{Accepted, Acceptor, Limits};
 use crate::record::ObservationKind;
 
 /// The page, with its style and script inline.
@@ -99,15 +103,53 @@ pub struct LiveServer {
 }
 
 struct Access {
+    guard: Guard,
     view: Option<String>,
     admin: String,
+}
+
+/// Serves every connection until `stopped` turns true; then the open event streams end with
+/// the listener (dropping the set aborts them).
+async fn accept_loop(
+    mut acceptor: Acceptor,
+    limits: Limits,
+    live: Arc<Live>,
+    access: Arc<Access>,
+    mut stopped: watch::Receiver<bool>,
+) {
+    let http1 = crate::listen::http1(&limits);
+    let mut connections = JoinSet::new();
+    loop {
+        tokio::select! {
+            accepted = acceptor.accept() => {
+                let Accepted { stream, permit, .. } = accepted;
+                let (live, access, stopped, http1) = (live.clone(), access.clone(), stopped.clone(), http1.clone());
+                connections.spawn(async move {
+                    let _place = permit;
+                    let service = service_fn(move |req| {
+                        let (live, access, stopped) = (live.clone(), access.clone(), stopped.clone());
+                        async move { Ok::<_, Infallible>(route(&live, &access, stopped, req).await) }
+                    });
+                    let _ = http1.serve_connection(TokioIo::new(stream), service).await;
+                });
+            }
+            Some(_) = connections.join_next(), if !connections.is_empty() => {}
+            changed = stopped.changed() => if changed.is_err() || *stopped.borrow() { break },
+        }
+    }
+    connections.shutdown().await;
 }
 
 type Reply = Response<BoxBody<Bytes, Infallible>>;
 
 impl LiveServer {
-    /// Binds `options.addr` and serves until [`Self::shutdown`].
+    /// Binds `options.addr` and serves until [`Self::shutdown`], with the live page's limits.
     pub async fn start(options: ServeOptions) -> Result<Self, ServeError> {
+        Self::start_with(options, Limits::LIVE).await
+    }
+
+    /// Like [`Self::start`], with `limits` (connection cap, header-read timeout).
+    pub async fn start_with(options: ServeOptions, limits: Limits) -> Result<Self, ServeError> {
         if !options.addr.ip().is_loopback() && options.view_token.is_none() {
             return Err(ServeError::Open(options.addr));
         }
@@ -115,33 +157,15 @@ impl LiveServer {
             crate::net::bind(options.addr).map_err(|source| ServeError::Bind { addr: options.addr, source })?;
         let addr = listener.local_addr().map_err(|source| ServeError::Bind { addr: options.addr, source })?;
         let live = Arc::new(Live::default());
-        let access = Arc::new(Access { view: options.view_token, admin: options.admin_token });
-        let (stop, mut stopped) = watch::channel(false);
-        let serving = live.clone();
-        let task = tokio::spawn(async move {
-            let mut connections = JoinSet::new();
-            loop {
-                tokio::select! {
-                    accepted = listener.accept() => {
-                        let Ok((stream, _)) = accepted else { continue };
-                        let (live, access, stopped) = (serving.clone(), access.clone(), stopped.clone());
-                        connections.spawn(async move {
-                            let service = service_fn(move |req| {
-                                let (live, access, stopped) = (live.clone(), access.clone(), stopped.clone());
-                                async move { Ok::<_, Infallible>(route(&live, &access, stopped, req).await) }
-                            });
-                            let _ = hyper::server::conn::http1::Builder::new()
-                                .serve_connection(TokioIo::new(stream), service)
-                                .await;
-                        });
-                    }
-                    Some(_) = connections.join_next(), if !connections.is_empty() => {}
-                    changed = stopped.changed() => if changed.is_err() || *stopped.borrow() { break },
-                }
-            }
-            // Open event streams end with the listener (dropping the set aborts them).
-            connections.shutdown().await;
-        });
+        let access = Arc::new(Access { guard: Guard::new(addr), view: options.view_token, admin: options.admin_token });
+        let (stop, stopped) = watch::channel(false);
+        let task = tokio::spawn(accept_loop(
+            Acceptor::new(listener, &limits, "live page"),
+            limits,
+            live.clone(),
+            access,
+            stopped,
+        ));
         Ok(Self { live, addr, stop, task })
     }
 
@@ -174,23 +198,25 @@ fn query<'a>(req: &'a Request<Incoming>, key: &str) -> Option<&'a str> {
 
 fn authorized(req: &Request<Incoming>, access: &Access) -> bool {
     let Some(expected) = access.view.as_deref() else { return true };
-    let bearer = req.headers().get(AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer "));
-    bearer == Some(expected) || query(req, "token") == Some(expected)
+    token_matches(bearer(req.headers()), expected) || token_matches(query(req, "token"), expected)
 }
 
 fn admin(req: &Request<Incoming>, access: &Access) -> bool {
-    req.headers().get("x-chaos-admin").and_then(|v| v.to_str().ok()) == Some(access.admin.as_str())
+    token_matches(req.headers().get("x-chaos-admin").and_then(|v| v.to_str().ok()), &access.admin)
 }
 
 async fn route(live: &Arc<Live>, access: &Access, stopped: watch::Receiver<bool>, req: Request<Incoming>) -> Reply {
+    if let Err(refused) = access.guard.check(req.method(), req.headers()) {
+        return error(refused.status, &refused.message);
+    }
     if !authorized(&req, access) {
         return error(StatusCode::UNAUTHORIZED, "missing or wrong token: add ?token=… or Authorization: Bearer …");
     }
     let path = req.uri().path().to_string();
     match (req.method(), path.as_str()) {
         (&Method::GET, "/") => text(StatusCode::OK, "text/html; charset=utf-8", PAGE.to_string()),
-        (&Method::GET, "/events") => events(live, stopped),
-        (&Method::GET, "/api/state") => text(StatusCode::OK, "application/json", live.state_json()),
+        (&Method::GET, "/events") => events::stream(live, stopped),
+        (&Method::GET, "/api/state") => bytes(StatusCode::OK, "application/json", live.state_bytes()),
         (&Method::GET, "/metrics") => {
             // OpenMetrics to a scraper that asks for it (Prometheus does), else the classic text.
             let accept = req.headers().get(hyper::header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or("");
@@ -276,6 +302,7 @@ async fn note(live: &Live, req: Request<Incoming>) -> Reply {
         Ok(view) => text(StatusCode::CREATED, "application/json", serde_json::to_string(&view).unwrap_or_default()),
         Err(hub::Refused::Bad(m)) => error(StatusCode::BAD_REQUEST, &m),
         Err(hub::Refused::NotNow(m)) => error(StatusCode::CONFLICT, &m),
+        Err(hub::Refused::Full(m)) => error(StatusCode::PAYLOAD_TOO_LARGE, &m),
     }
 }
 
@@ -309,59 +336,12 @@ async fn file(live: &Live, name: &str) -> Reply {
     }
 }
 
-/// The event stream of one page: the whole state, then every change. A page that falls
-/// behind by more than the broadcast buffer gets a fresh snapshot instead of the changes it
-/// missed; the generator never waits for a page.
-fn events(live: &Arc<Live>, mut stopped: watch::Receiver<bool>) -> Reply {
-    let (tx, rx) = mpsc::channel::<Bytes>(PER_CLIENT);
-    let mut updates = live.subscribe();
-    let first = live.snapshot();
-    let live = live.clone();
-    tokio::spawn(async move {
-        // A reconnecting page waits 2 s, not the browser's default 3 s.
-        if tx.send(Bytes::from_static(b"retry: 2000\n\n")).await.is_err() || tx.send(first).await.is_err() {
-            return;
-        }
-        let mut keepalive = tokio::time::interval(Duration::from_secs(15));
-        keepalive.tick().await;
-        loop {
-            let next = tokio::select! {
-                u = updates.recv() => match u {
-                    Ok(b) => b,
-                    Err(broadcast::error::RecvError::Lagged(_)) => live.snapshot(),
-                    Err(broadcast::error::RecvError::Closed) => return,
-                },
-                _ = keepalive.tick() => Bytes::from_static(b": keepalive\n\n"),
-                _ = stopped.changed() => return,
-            };
-            if tx.send(next).await.is_err() {
-                return; // the page went away
-            }
-        }
-    });
-    let mut r = Response::new(EventBody { rx }.boxed());
-    r.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
-    r.headers_mut().insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    r
-}
-
-/// A response body fed by a channel, one frame per event. Written by hand: `http-body-util`
-/// has `StreamBody`, but it needs a `Stream`, and the crate has no stream adaptor otherwise.
-struct EventBody {
-    rx: mpsc::Receiver<Bytes>,
-}
-
-impl Body for EventBody {
-    type Data = Bytes;
-    type Error = Infallible;
-
-    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
-        self.rx.poll_recv(cx).map(|b| b.map(|b| Ok(Frame::data(b))))
-    }
-}
-
 fn text(status: StatusCode, kind: &'static str, body: String) -> Reply {
-    let mut r = Response::new(Full::new(Bytes::from(body)).boxed());
+    bytes(status, kind, Bytes::from(body))
+}
+
+fn bytes(status: StatusCode, kind: &'static str, body: Bytes) -> Reply {
+    let mut r = Response::new(Full::new(body).boxed());
     *r.status_mut() = status;
     r.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static(kind));
     r.headers_mut().insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));

@@ -66,7 +66,7 @@ fn a_stopped_adhoc_fault_keeps_the_window_it_ran() {
     let live = Live::default();
     let clock = Clock::start();
     live.begin_run(view(), dir.path(), clock);
-    live.load_started(0, Some("http://127.0.0.1:1".into()), None);
+    live.load_started(0, Some(hub::MockControl { url: "http://127.0.0.1:1".into(), token: None }), None);
     let fault = crate::faults::Fault::status(429).lasting(Duration::from_secs(30)).after(Duration::from_secs(5));
     live.adhoc_started(NamedFault { name: "adhoc-1-status".into(), fault, group: None }, 5_000_000);
     // Stopped 3 s after it started: it ran 5–8 s, not its planned 30 s.
@@ -117,12 +117,20 @@ async fn off_loopback_needs_a_token_and_then_every_request_carries_it() {
     assert_eq!(status(http.get(format!("{url}?token=view")).send().await.unwrap()), 200);
     assert_eq!(status(http.get(format!("{url}metrics")).bearer_auth("view").send().await.unwrap()), 200);
     // The fault controls need the admin token besides.
-    let post = http.post(format!("{url}api/faults")).bearer_auth("view").body("{}").send().await.unwrap();
+    let post = http
+        .post(format!("{url}api/faults"))
+        .bearer_auth("view")
+        .header("content-type", "application/json")
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(status(post), 403);
     let post = http
         .post(format!("{url}api/faults"))
         .bearer_auth("view")
         .header("x-chaos-admin", "admin")
+        .header("content-type", "application/json")
         .body(r#"{"kind":"latency","multiplier":2}"#)
         .send()
         .await
@@ -175,4 +183,55 @@ async fn a_page_that_connects_gets_the_whole_state_then_the_changes() {
     server.shutdown().await;
     // The stream ends with the listener.
     while let Ok(Some(_)) = stream.chunk().await {}
+}
+
+/// Every page that connects gets the same encoded snapshot — one serialization per change,
+/// not one per connection (150 pages after 3000 notes used to cost 150 copies) — and a change
+/// makes the next page see it.
+#[test]
+fn every_page_shares_one_encoded_snapshot_until_the_state_changes() {
+    let dir = tempfile::tempdir().unwrap();
+    let live = Live::default();
+    live.begin_run(view(), dir.path(), Clock::start());
+    live.load_started(0, None, None);
+    for i in 0..300 {
+        live.observe(ObservationKind::Note, &format!("note {i}"), None).unwrap();
+    }
+    let before = live.encodings();
+    let pages: Vec<bytes::Bytes> = (0..150).map(|_| live.snapshot()).collect();
+    assert_eq!(live.encodings(), before + 1, "150 pages, one serialization");
+    assert!(pages.iter().all(|p| p.as_ptr() == pages[0].as_ptr()), "every page holds the same bytes");
+    // /api/state is the same bytes' JSON.
+    let state = live.state_bytes();
+    assert_eq!(live.encodings(), before + 1);
+    assert!(pages[0].starts_with(b"event: snapshot\ndata: {") && pages[0].ends_with(b"}\n\n"));
+    assert_eq!(&pages[0][b"event: snapshot\ndata: ".len()..pages[0].len() - 2], &state[..]);
+    let v: serde_json::Value = serde_json::from_slice(&state).unwrap();
+    assert_eq!(v["observations"].as_array().unwrap().len(), 300);
+    live.observe(ObservationKind::Note, "one more", None).unwrap();
+    let after = live.snapshot();
+    assert_eq!(live.encodings(), before + 2);
+    assert!(String::from_utf8_lossy(&after).contains("one more"));
+}
+
+/// Notes stop at the cap, with a message saying so; the facilitator's actions still go in.
+#[test]
+fn notes_are_capped_in_number_and_size() {
+    let dir = tempfile::tempdir().unwrap();
+    let live = Live::default();
+    live.begin_run(view(), dir.path(), Clock::start());
+    for i in 0..hub::MAX_NOTES {
+        live.observe(ObservationKind::Note, &format!("n{i}"), None).unwrap();
+    }
+    let Err(Refused::Full(m)) = live.observe(ObservationKind::Note, "one too many", None) else {
+        panic!("not refused")
+    };
+    assert!(m.contains("the observation log is full") && m.contains("1000 notes"), "{m}");
+    assert!(live.observe(ObservationKind::Action, "started fault `x`", None).is_ok());
+    // By size: 2000-character notes fill 512 KiB after 262.
+    let live = Live::default();
+    live.begin_run(view(), dir.path(), Clock::start());
+    let long = "x".repeat(hub::MAX_NOTE_CHARS);
+    let taken = (0..hub::MAX_NOTES).take_while(|_| live.observe(ObservationKind::Note, &long, None).is_ok()).count();
+    assert_eq!(taken, hub::MAX_NOTES_BYTES / hub::MAX_NOTE_CHARS);
 }
