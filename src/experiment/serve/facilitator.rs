@@ -97,7 +97,12 @@ pub async fn start(live: &Live, body: &[u8], author: Option<&str>) -> Result<Str
     *recorded.envelope_mut().start = Some(StdDuration::from_micros(start_us.saturating_sub(t0)).into());
     let what = describe(&recorded);
     live.adhoc_started(NamedFault { name: name.clone(), fault: recorded, group: None }, start_us);
-    live.observe(ObservationKind::Action, &format!("started fault `{name}`: {what}"), author).map_err(refused)?;
+    live.observe(
+        ObservationKind::Action,
+        &format!("started fault {}: {}", crate::markup::code(&name), crate::markup::text(&what)),
+        author,
+    )
+    .map_err(refused)?;
     Ok(name)
 }
 
@@ -112,9 +117,9 @@ pub async fn stop(live: &Live, name: &str, author: Option<&str>) -> Result<(), F
     }
     let ours = live.adhoc_stopped(name, clock.now_us());
     let text = if ours {
-        format!("stopped fault `{name}`")
+        format!("stopped fault {}", crate::markup::code(name))
     } else {
-        format!("removed the scenario's fault `{name}` from the timeline")
+        format!("removed the scenario's fault {} from the timeline", crate::markup::code(name))
     };
     live.observe(ObservationKind::Action, &text, author).map_err(refused)?;
     Ok(())

@@ -541,14 +541,20 @@ impl Live {
 
     /// Stamps `text` on the run clock, appends it to `observations.ndjson` and shows it.
     pub fn observe(&self, kind: ObservationKind, text: &str, author: Option<&str>) -> Result<ObservationView, Refused> {
-        let text = text.trim();
+        // Whoever can reach the page can write here: control and bidi characters are made
+        // visible as the note comes in, so no page, log or report shows them raw.
+        let text = crate::markup::visible_lines(text.trim());
+        let text = text.as_str();
         if text.is_empty() {
             return Err(Refused::Bad("the observation is empty".into()));
         }
         if text.chars().count() > MAX_NOTE_CHARS {
             return Err(Refused::Bad(format!("the observation is longer than {MAX_NOTE_CHARS} characters")));
         }
-        let author = author.map(str::trim).filter(|a| !a.is_empty()).map(|a| a.chars().take(80).collect::<String>());
+        let author = author
+            .map(str::trim)
+            .filter(|a| !a.is_empty())
+            .map(|a| crate::markup::visible(&a.chars().take(80).collect::<String>()));
         let mut s = self.lock();
         let (Some(clock), Some(folder)) = (s.clock, s.folder.clone()) else {
             return Err(Refused::NotNow("no run is going: observations are stamped on a run's clock".into()));
@@ -693,13 +699,21 @@ impl Live {
         let end = EndView {
             status: crate::scenario::wire_name(&summary.status),
             abort_reason: summary.abort_reason.clone(),
-            headlines: crate::report::headlines(summary).iter().map(|l| l.replace("**", "")).collect(),
+            // The report's mini-language as the page shows text (it sets textContent): code
+            // spans in plain backticks, no emphasis marks, hidden characters made visible.
+            headlines: crate::report::headlines(summary).iter().map(|l| crate::markup::plain(l)).collect(),
             findings: summary
                 .findings
                 .iter()
-                .map(|f| (crate::scenario::wire_name(&f.severity), f.what.clone(), f.change.clone()))
+                .map(|f| {
+                    let severity = crate::scenario::wire_name(&f.severity);
+                    (severity, crate::markup::plain(&f.what), crate::markup::plain(&f.change))
+                })
                 .collect(),
-            gate: verdict.map(|v| (v.passed, crate::report::verdict_rows(v))),
+            gate: verdict.map(|v| {
+                let rows = crate::report::verdict_rows(v);
+                (v.passed, rows.iter().map(|r| r.iter().map(|c| crate::markup::plain(c)).collect()).collect())
+            }),
             files,
         };
         self.finish(end);
