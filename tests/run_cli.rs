@@ -379,7 +379,7 @@ fn a_killed_harness_leaves_nothing_of_a_forking_sut_command_running() {
     let scenario = write_scenario(
         dir.path(),
         &format!(
-            "[sut]\ncommand = [\"sh\", \"{}\", \"{{sut.port}}\"]\nurl = \"http://127.0.0.1:{{sut.port}}\"\nready = \"/\"\n[load]\nstream = false\n[[load.phase]]\nname = \"long\"\nduration = \"60s\"\nusers = 1\n",
+            "[sut]\ncommand = [\"sh\", \"{}\", \"{{sut.port}}\"]\nurl = \"http://127.0.0.1:{{sut.port}}\"\nready = \"/\"\nstop_timeout = \"60s\"\n[load]\nstream = false\n[[load.phase]]\nname = \"long\"\nduration = \"60s\"\nusers = 1\n",
             script.display()
         ),
     );
@@ -393,6 +393,8 @@ fn a_killed_harness_leaves_nothing_of_a_forking_sut_command_running() {
     }
     run.kill().unwrap(); // SIGKILL: the harness runs no cleanup at all
     run.wait().unwrap();
+    // Python's server stops at its SIGTERM: everything must be gone long before the 60 s grace
+    // would have run out (a guard that only SIGKILLs at the end of the grace fails here).
     let deadline = Instant::now() + Duration::from_secs(20);
     let left = || -> Vec<String> { running(&tag) };
     while !left().is_empty() && Instant::now() < deadline {

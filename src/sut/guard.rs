@@ -11,8 +11,12 @@
 //!   a wrapper script's background job, a daemon that calls `setsid` and so leaves the group —
 //!   is re-parented to the guard instead of to init, so the guard can find and stop it.
 //!
-//! On SIGTERM or SIGHUP (the harness's stop, or its death) every descendant gets SIGTERM, then
-//! SIGKILL after the grace; on SIGINT (the harness's emergency exit) SIGKILL at once. When the
+//! On SIGUSR1 (the harness's orderly stop), SIGTERM or SIGHUP (the harness's death, or anyone
+//! else's stop) every descendant gets SIGTERM, then SIGKILL after the grace; on SIGINT (the
+//! harness's emergency exit) SIGKILL at once. The harness never signals the group itself while
+//! the guard lives, so the SUT gets exactly one SIGTERM whichever way the stop comes (an earlier
+//! design told the two apart by the parent pid, which a sandbox kernel kept reporting after the
+//! harness had died). When the
 //! SUT's own process exits, whatever it left behind is stopped the same way and the guard exits
 //! with the SUT's status (128 + N for a signal N, as shells report it).
 //!
@@ -73,9 +77,12 @@ async fn supervise(guard: &Guard) -> i32 {
         return CANNOT_START;
     };
     // Handlers go in before the SUT starts, so a stop that comes at once is not lost.
-    let (Ok(mut term), Ok(mut hup), Ok(mut int)) =
-        (signal(SignalKind::terminate()), signal(SignalKind::hangup()), signal(SignalKind::interrupt()))
-    else {
+    let (Ok(mut stop), Ok(mut term), Ok(mut hup), Ok(mut int)) = (
+        signal(SignalKind::user_defined1()),
+        signal(SignalKind::terminate()),
+        signal(SignalKind::hangup()),
+        signal(SignalKind::interrupt()),
+    ) else {
         say("cannot install signal handlers");
         return 1;
     };
@@ -91,13 +98,14 @@ async fn supervise(guard: &Guard) -> i32 {
     let mut tick = tokio::time::interval(TICK);
     let status = loop {
         tokio::select! {
-            _ = term.recv() => break stop_all(main, guard.grace, told_by_harness(guard.parent)),
-            _ = hup.recv() => break stop_all(main, guard.grace, false),
-            _ = int.recv() => break stop_all(main, Duration::ZERO, false),
+            _ = stop.recv() => break stop_all(main, guard.grace),
+            _ = term.recv() => break stop_all(main, guard.grace),
+            _ = hup.recv() => break stop_all(main, guard.grace),
+            _ = int.recv() => break stop_all(main, Duration::ZERO),
             _ = tick.tick() => {
                 if let Some(status) = reap().remove(&main) {
                     // The SUT exited by itself: stop what it left behind, then report it.
-                    stop_all(main, guard.grace.min(Duration::from_secs(2)), false);
+                    stop_all(main, guard.grace.min(Duration::from_secs(2)));
                     break Some(status);
                 }
             }
@@ -110,33 +118,16 @@ async fn supervise(guard: &Guard) -> i32 {
     }
 }
 
-/// Whether a SIGTERM came from the harness's orderly stop, which signals the whole process
-/// group: the harness is still the parent. After the harness's death (the kernel's parent-death
-/// signal) the guard has been re-parented, and nobody has signalled the SUT yet.
-fn told_by_harness(parent: i32) -> bool {
-    nix::unistd::getppid().as_raw() == parent
-}
-
 /// Stops every descendant: SIGTERM, the grace, then SIGKILL (at once when `grace` is zero).
-/// With `group_told`, the SUT's process group already has its SIGTERM (a second one can mean
-/// "quit now" to a program that shuts down gracefully), so only the processes that left the
-/// group get one here. Returns the SUT's own exit status when it was reaped here.
-fn stop_all(main: Pid, grace: Duration, group_told: bool) -> Option<WaitStatus> {
+/// Returns the SUT's own exit status when it was reaped here.
+fn stop_all(main: Pid, grace: Duration) -> Option<WaitStatus> {
     let mut status = None;
     let mut note = |reaped: HashMap<Pid, WaitStatus>| {
         if let Some(s) = reaped.get(&main) {
             status = Some(*s);
         }
     };
-    let group = nix::unistd::getpgrp();
-    for pid in descendants() {
-        let in_group = nix::unistd::getpgid(Some(pid)).is_ok_and(|g| g == group);
-        if grace.is_zero() {
-            let _ = kill(pid, Signal::SIGKILL);
-        } else if !(group_told && in_group) {
-            let _ = kill(pid, Signal::SIGTERM);
-        }
-    }
+    signal_all(if grace.is_zero() { Signal::SIGKILL } else { Signal::SIGTERM });
     let deadline = Instant::now() + grace;
     loop {
         note(reap());

@@ -358,17 +358,21 @@ impl RunningSut {
         match self {
             Self::InProcess { gateway } => gateway.shutdown().await,
             Self::Child { mut child, stop_timeout, .. } => {
-                // The child leads its own process group (see `spawn`): signal the group, so a
-                // wrapper (`sh -c …`, `bash start.sh`) takes its children down with it, as
-                // systemd's control-group kill does. SIGTERM, the grace for the whole group,
-                // then SIGKILL for whatever is left. A guard also stops what left the group, and
-                // kills what is left itself when its grace (the same) is over: it gets a
-                // little longer before the group is killed from here.
+                // The child leads its own process group (see `spawn`). A guard is asked to stop
+                // (SIGUSR1): it gives every process below it — the group, and what left it —
+                // SIGTERM, the grace, then SIGKILL, and gets a little longer than the grace
+                // before the group is killed from here. A plain child's group is signalled from
+                // here, as systemd's control-group kill does: SIGTERM, the grace, SIGKILL.
                 let group = child.group.map(|g| Pid::from_raw(g.group));
-                let margin = if child.group.is_some_and(|g| g.guarded) { GUARD_MARGIN } else { Duration::ZERO };
+                let guarded = child.group.is_some_and(|g| g.guarded);
                 child.stopped();
                 let signal = |s| group.map(|g| nix::sys::signal::killpg(g, s));
-                let _ = signal(Some(nix::sys::signal::Signal::SIGTERM));
+                if guarded {
+                    let _ = group.map(|g| nix::sys::signal::kill(g, nix::sys::signal::Signal::SIGUSR1));
+                } else {
+                    let _ = signal(Some(nix::sys::signal::Signal::SIGTERM));
+                }
+                let margin = if guarded { GUARD_MARGIN } else { Duration::ZERO };
                 let deadline = tokio::time::Instant::now() + stop_timeout + margin;
                 let _ = tokio::time::timeout_at(deadline, child.child.wait()).await;
                 while signal(None).is_some_and(|r| r.is_ok()) && tokio::time::Instant::now() < deadline {
