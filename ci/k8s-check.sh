@@ -48,5 +48,32 @@ if "$venv/bin/kubernetes-validate" --strict --quiet -k 1.37.0 "$work/bad.yaml" >
 fi
 echo "k8s: $rendered scenarios render and validate against Kubernetes 1.30 and 1.37"
 
+# A scenario cannot smuggle a document of its own into the stream: a comment joined to a Pod by
+# U+2028 (a line break to libyaml, hence PyYAML) renders to the same documents as the clean file,
+# and the ConfigMap holds the scenario's text exactly.
+# (Written beside the scenario, whose profile paths are relative to its folder.)
+inject=ci/k8s/.inject-check.toml
+trap 'rm -rf "$work" "$inject"' EXIT
+python3 - ci/k8s/sharded.toml "$inject" <<'PY'
+import sys
+text = open(sys.argv[1], encoding="utf-8").read()
+pod = "\u2028---\u2028apiVersion: v1\u2028kind: Pod\u2028metadata: {name: injected-pod}\u2028"
+open(sys.argv[2], "w", encoding="utf-8").write(text + "# note" + pod + "\n")
+PY
+"$chaos" k8s render ci/k8s/sharded.toml --workers 3 --start-at 2026-12-01T15:00:00Z >"$work/clean.yaml"
+"$chaos" k8s render "$inject" --workers 3 --start-at 2026-12-01T15:00:00Z >"$work/injected.yaml"
+"$venv/bin/python" - "$work/clean.yaml" "$work/injected.yaml" "$inject" <<'PY'
+import sys, yaml
+clean = [d for d in yaml.safe_load_all(open(sys.argv[1], encoding="utf-8")) if d]
+got = [d for d in yaml.safe_load_all(open(sys.argv[2], encoding="utf-8")) if d]
+kinds = lambda docs: [d["kind"] for d in docs]
+assert kinds(got) == kinds(clean), (kinds(got), kinds(clean))
+assert not any(d["metadata"].get("name") == "injected-pod" for d in got)
+want = open(sys.argv[3], encoding="utf-8").read()
+texts = [v for d in got if d["kind"] == "ConfigMap" for v in d.get("data", {}).values()]
+assert want in texts, "the ConfigMap does not hold the scenario's text exactly"
+print("k8s: a scenario with U+2028 line breaks renders no document of its own")
+PY
+
 "$chaos" k8s render ci/k8s/sharded.toml --workers 3 --start-in 8s >"$work/emulate.yaml"
 "$venv/bin/python" ci/k8s/emulate.py "$PWD/$chaos" "$work/emulate.yaml" "$work/emulate"

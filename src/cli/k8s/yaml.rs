@@ -5,6 +5,10 @@
 //! double-quoted scalar with JSON escapes (which YAML 1.2 reads as the same string), except
 //! multi-line text that can be a literal block (`|`) without loss; numbers, booleans and null
 //! are written as JSON writes them; keys are emitted as they are only when plainly safe.
+//! Characters some YAML readers take for line breaks (U+0085, U+2028, U+2029: libyaml, hence
+//! PyYAML, does) or that YAML does not allow raw (C0 and C1 controls, DEL, U+FEFF, U+FFFE/FFFF)
+//! are written as `\uXXXX` escapes in a quoted scalar and never in a literal block: a scenario's
+//! text can otherwise end the block and start a document of its own.
 //! Keys come in the order people read manifests in: `apiVersion`, `kind`, `metadata`, `name`,
 //! then the rest alphabetically.
 
@@ -29,7 +33,33 @@ fn key(k: &str) -> String {
     let plain = !k.is_empty()
         && k.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'/'))
         && k.as_bytes()[0].is_ascii_alphabetic();
-    if plain { k.to_string() } else { Value::String(k.to_string()).to_string() }
+    if plain { k.to_string() } else { quoted(k) }
+}
+
+/// Whether `c` can stand raw in a YAML scalar and no YAML reader takes it for a line break.
+fn raw_ok(c: char) -> bool {
+    matches!(c, '\u{20}'..='\u{7e}' | '\u{a0}'..='\u{d7ff}' | '\u{e000}'..='\u{fffd}' | '\u{10000}'..)
+        && !matches!(c, '\u{2028}' | '\u{2029}' | '\u{feff}')
+}
+
+/// A double-quoted scalar: JSON's escapes (YAML 1.2 reads them the same), and `\uXXXX` for every
+/// character [`raw_ok`] refuses (JSON leaves DEL, C1 controls and U+2028 raw).
+fn quoted(s: &str) -> String {
+    let json = Value::String(s.to_string()).to_string();
+    if json.chars().all(raw_ok) {
+        return json;
+    }
+    let mut out = String::with_capacity(json.len() + 8);
+    for c in json.chars() {
+        if raw_ok(c) {
+            out.push(c);
+        } else {
+            for unit in c.encode_utf16(&mut [0; 2]) {
+                out.push_str(&format!("\\u{unit:04x}"));
+            }
+        }
+    }
+    out
 }
 
 /// Text that a literal block keeps exactly: several lines, no tabs or carriage returns, no
@@ -41,7 +71,7 @@ fn literal(s: &str) -> bool {
         && !s.starts_with([' ', '\n'])
         && !s.contains(['\t', '\r'])
         && s.lines().all(|l| !l.ends_with(' '))
-        && s.chars().all(|c| !c.is_control() || c == '\n')
+        && s.chars().all(|c| c == '\n' || raw_ok(c))
 }
 
 /// Where a key goes among its siblings (then alphabetically).
@@ -123,6 +153,7 @@ fn scalar(out: &mut String, v: &Value, indent: usize) {
         }
         Value::Object(_) => out.push_str("{}"),
         Value::Array(_) => out.push_str("[]"),
+        Value::String(s) => out.push_str(&quoted(s)),
         other => out.push_str(&other.to_string()),
     }
 }
@@ -165,6 +196,20 @@ spec:
   empty: {}
 "#;
         assert_eq!(text, want);
+    }
+
+    #[test]
+    fn line_breaks_of_other_yaml_readers_are_escaped_so_text_cannot_start_a_document() {
+        // A TOML comment joined to a manifest by U+2028: libyaml reads U+2028 as a line break,
+        // so a literal block holding it would end there and `---` would start a new document.
+        let text = "name = \"x\"\n# note\u{2028}---\u{2028}kind: Pod\u{85}x\u{2029}\u{7f}\u{9b}\u{feff}\n";
+        let v = serde_json::json!({"data": {"scenario.toml": text}});
+        let out = stream(&[v]);
+        assert!(!out.contains(['\u{2028}', '\u{2029}', '\u{85}', '\u{7f}', '\u{9b}', '\u{feff}']), "{out}");
+        assert!(!out.contains('|'), "not a literal block: {out}");
+        assert!(out.contains(r"\u2028---\u2028kind: Pod\u0085x\u2029\u007f\u009b\ufeff"), "{out}");
+        assert_eq!(out.matches("---").count(), 2, "one document marker and the escaped text: {out}");
+        assert!(literal("emoji 😀 and é stay raw\n") && quoted("😀") == "\"😀\"");
     }
 
     #[test]
