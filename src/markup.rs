@@ -94,11 +94,45 @@ pub fn code(s: &str) -> String {
 /// end, a `]` before `(` or at the end (a link closes with `](`). Nothing else needs it: the
 /// renderers escape everything that means something to Markdown or HTML, so a gate check's
 /// `[storm]` stays as written wherever the text is shown raw (the live page, a terminal).
+///
+/// A word a renderer would turn into a link by itself — GitHub's autolinks of `www.…`, any
+/// `scheme:…` with `//`, `mailto:`/`xmpp:` and e-mail addresses — goes in a code span instead:
+/// escaping cannot stop them (linkifiers read the text after escapes are resolved), and a
+/// report must not link where its author did not.
 pub fn text(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
-    let mut chars = s.chars().peekable();
+    let mut rest = s;
+    while !rest.is_empty() {
+        let word_end = rest.find(char::is_whitespace).unwrap_or(rest.len());
+        let (word, after) = rest.split_at(word_end);
+        if would_autolink(word) {
+            out.push_str(&code(word));
+        } else {
+            escape_into(&mut out, word, after.chars().next());
+        }
+        let space_end = after.find(|c: char| !c.is_whitespace()).unwrap_or(after.len());
+        out.push_str(&after[..space_end]);
+        rest = &after[space_end..];
+    }
+    out
+}
+
+/// Whether a linkifier (GFM's extended autolinks, markdown-it's linkify) would make `word` a link.
+fn would_autolink(word: &str) -> bool {
+    let w = word.to_ascii_lowercase();
+    w.contains("://")
+        || w.contains("www.")
+        || w.contains("mailto:")
+        || w.contains("xmpp:")
+        || w.match_indices('@').any(|(i, _)| i > 0 && w[i + 1..].contains('.'))
+}
+
+/// The mini-language escapes of `word`; `next` is the character after it (a backslash at a
+/// word's end escapes what follows).
+fn escape_into(out: &mut String, word: &str, next_after: Option<char>) {
+    let mut chars = word.chars().peekable();
     while let Some(c) = chars.next() {
-        let next = chars.peek().copied();
+        let next = chars.peek().copied().or(next_after);
         let escape = match c {
             '`' | '*' => true,
             '\\' => next.is_none_or(|n| n.is_ascii_punctuation()),
@@ -110,7 +144,6 @@ pub fn text(s: &str) -> String {
         }
         out.push(c);
     }
-    out
 }
 
 /// A link to a file beside the report: `[label](target)` when `target` is a relative path
@@ -258,19 +291,47 @@ fn parse_link(s: &str) -> Option<(String, String, usize)> {
 }
 
 /// Mini-language text from elsewhere (a facilitator's action as the live page recorded it)
-/// kept as it is, except that a link becomes its text: only the harness links.
+/// kept as it is, except that a link becomes its text: only the harness links. Code spans that
+/// would touch (a code span, then a word [`text`] shows as code) become one: two fences side by
+/// side would read as one longer run of backticks.
 pub fn unlinked(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
+    let mut pending = String::new();
+    let push = |out: &mut String, pending: &mut String, rendered: String| {
+        let starts_code = rendered.starts_with('`');
+        if !pending.is_empty() && !starts_code {
+            out.push_str(&code(&std::mem::take(pending)));
+        }
+        out.push_str(&rendered);
+    };
     for piece in parse(s) {
         match piece {
-            Inline::Text(t) => out.push_str(&text(&t)),
-            Inline::Code(c) => out.push_str(&code(&c)),
-            Inline::Strong => out.push_str("**"),
-            Inline::Emphasis => out.push('*'),
-            Inline::Link { label, target } => out.push_str(&text(&format!("[{label}]({target})"))),
+            Inline::Code(c) => pending.push_str(&c),
+            Inline::Text(t) => {
+                let shown = text(&t);
+                match whole_code(&shown) {
+                    // The whole text is one code span: it joins the pending one.
+                    Some(inner) if !pending.is_empty() => pending.push_str(&inner),
+                    _ => push(&mut out, &mut pending, shown),
+                }
+            }
+            Inline::Strong => push(&mut out, &mut pending, "**".into()),
+            Inline::Emphasis => push(&mut out, &mut pending, "*".into()),
+            Inline::Link { label, target } => push(&mut out, &mut pending, text(&format!("[{label}]({target})"))),
         }
     }
+    if !pending.is_empty() {
+        out.push_str(&code(&pending));
+    }
     out
+}
+
+/// The content of `s` when `s` is exactly one code span as [`code`] writes it.
+fn whole_code(s: &str) -> Option<String> {
+    match parse(s).as_slice() {
+        [Inline::Code(c)] => Some(c.clone()),
+        _ => None,
+    }
 }
 
 /// Mini-language text for a terminal: code spans in single backticks, emphasis dropped, a

@@ -44,6 +44,9 @@ const CORPUS: &[&str] = &[
     "&lt;script&gt; &amp;",
     "\\",
     "\u{9b}31m\u{7f}",
+    "<http://e.x/>",
+    "see http://e.x/a?b#c, WWW.e.x and ftp://x",
+    "mail a@b.co or mailto:a@b.co",
 ];
 
 /// How a name is shown: every control, bidi and XML-forbidden character made visible.
@@ -67,12 +70,34 @@ fn markdown_events(md: &str) -> Vec<Event<'_>> {
     Parser::new_ext(md, Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH).collect()
 }
 
-/// report.md read as CommonMark holds no HTML, no link and no image but its own charts, and
-/// no hidden character.
+/// Whether a linkifier (GitHub's extended autolinks, markdown-it's linkify) would make a link
+/// of something in `text`: a scheme with `//`, `www.`, `mailto:`, an e-mail address.
+fn linkable(text: &str) -> bool {
+    let t = text.to_ascii_lowercase();
+    t.contains("://")
+        || t.contains("www.")
+        || t.contains("mailto:")
+        || t.match_indices('@').any(|(i, _)| {
+            // GFM's e-mail autolink: a local part of letters, digits and `._+-` before the `@`.
+            let local = t[..i].chars().next_back().is_some_and(|c| c.is_ascii_alphanumeric() || "._+-".contains(c));
+            local && t[i + 1..].split_whitespace().next().is_some_and(|h| h.contains('.'))
+        })
+}
+
+/// Whether the report shows `word` in a code span so that no linkifier links it: what
+/// [`linkable`] finds, and more (any `@` with something before it and a `.` after).
+fn wrapped(word: &str) -> bool {
+    let w = word.to_ascii_lowercase();
+    linkable(&w) || w.contains("xmpp:") || w.match_indices('@').any(|(i, _)| i > 0 && w[i + 1..].contains('.'))
+}
+
+/// report.md read as CommonMark holds no HTML, no link and no image but its own charts, no
+/// text a GFM renderer would link by itself (URLs stay in code spans), and no hidden character.
 fn assert_inert(md: &str) {
     assert!(!md.chars().any(|c| hidden(c) || (c.is_control() && c != '\n')), "hidden characters in\n{md:?}");
     for e in markdown_events(md) {
         match &e {
+            Event::Text(t) if linkable(t) => panic!("text a GFM renderer would link: {e:?}\n{md}"),
             Event::Html(_) | Event::InlineHtml(_) => panic!("HTML in report.md: {e:?}\n{md}"),
             Event::Start(Tag::Link { .. }) => panic!("a link in report.md: {e:?}\n{md}"),
             Event::Start(Tag::Image { dest_url, .. }) => {
@@ -83,12 +108,16 @@ fn assert_inert(md: &str) {
     }
 }
 
-/// The code spans of report.md, and all its text joined.
+/// The code spans of report.md, and all its text joined (code spans' text included: a URL in
+/// a note is shown as one).
 fn codes_and_text(md: &str) -> (Vec<String>, String) {
     let (mut codes, mut text) = (Vec::new(), String::new());
     for e in markdown_events(md) {
         match e {
-            Event::Code(c) => codes.push(c.into_string()),
+            Event::Code(c) => {
+                text.push_str(&c);
+                codes.push(c.into_string());
+            }
             Event::Text(t) => text.push_str(&t),
             _ => {}
         }
@@ -217,26 +246,32 @@ fn check_summary(hostile: &[String], action: Option<&str>) {
     if action.is_some() {
         return;
     }
-    assert!(html.contains(&html_escaped(&visible(&hostile[NOTE]))), "{html}");
+    // A URL in the note is shown as code: compare the text without the code elements.
+    let shown = html.replace("<code>", "").replace("</code>", "");
+    assert!(shown.contains(&html_escaped(&visible(&hostile[NOTE]))), "{html}");
     let (ps, pv) = summary_with(&plain, ACTION);
     let pmd = chaos::report::document(&ps, Some(&pv), &[]).markdown();
     let structure = |md: &str| -> Vec<String> {
         markdown_events(md)
             .into_iter()
             .filter(|e| !matches!(e, Event::Text(_)))
-            .map(|e| match e {
+            .filter_map(|e| match e {
                 Event::Code(c) => match plain.iter().position(|n| **n == *c) {
-                    Some(k) => format!("Code({:?})", visible(&hostile[k])),
-                    None => format!("Code({:?})", c.to_string()),
+                    // A name whose hostile form would be linked is a code span either way.
+                    Some(k) if wrapped(&visible(&hostile[k])) => None,
+                    Some(k) => Some(format!("Code({:?})", visible(&hostile[k]))),
+                    None => Some(format!("Code({:?})", c.to_string())),
                 },
-                e => format!("{e:?}"),
+                e => Some(format!("{e:?}")),
             })
             .collect()
     };
-    // Mapping the plain report's names to the hostile ones, the two have the same structure.
+    // Mapping the plain report's names to the hostile ones, the two have the same structure
+    // (the code spans that hold a URL of a hostile text are text, shown so it is not linked).
     let hostile_structure: Vec<String> = markdown_events(&hmd)
         .into_iter()
         .filter(|e| !matches!(e, Event::Text(_)))
+        .filter(|e| !matches!(e, Event::Code(c) if wrapped(c)))
         .map(|e| match e {
             Event::Code(c) => format!("Code({:?})", c.to_string()),
             e => format!("{e:?}"),
@@ -253,7 +288,7 @@ fn check_summary(hostile: &[String], action: Option<&str>) {
 fn alphabet() -> impl Strategy<Value = String> {
     let pieces = vec![
         "<", ">", "&", "\"", "'", "\\", "`", "*", "_", "[", "]", "(", ")", "!", "#", "|", "\n", "\r", "\u{1b}",
-        "\u{7}", "\u{8}", "\u{202e}", "\u{2066}", " ", "-", "1.", "a", "b", "Z",
+        "\u{7}", "\u{8}", "\u{202e}", "\u{2066}", " ", "-", "1.", "a", "b", "Z", "http://", "www.", "@x.co",
     ];
     proptest::collection::vec(prop::sample::select(pieces), 1..16)
         .prop_map(|v| v.concat())
