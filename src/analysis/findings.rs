@@ -18,6 +18,9 @@ use super::Summary;
 use super::summary::StageSummary;
 use crate::markup::code;
 
+mod objective;
+pub use objective::{duration_words, objective_words, window_words};
+
 /// How much a finding matters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -67,6 +70,7 @@ pub const ERRORS_ROSE_BY: f64 = 0.05;
 /// The findings of an analysed run, most severe first.
 pub fn findings(s: &Summary) -> Vec<Finding> {
     let mut out = Vec::new();
+    objective::breaches(s, &mut out);
     retry_storm(s, &mut out);
     saturation(s, &mut out);
     recovery(s, &mut out);
@@ -74,6 +78,7 @@ pub fn findings(s: &Summary) -> Vec<Finding> {
     empty_answers(s, &mut out);
     stampede(s, &mut out);
     retry_habits(s, &mut out);
+    objective::severity_by_objective(s, &mut out);
     out.sort_by_key(|f| f.severity);
     out
 }
@@ -100,20 +105,41 @@ fn secs(ms: f64) -> String {
 }
 
 fn baseline(s: &Summary) -> Option<&StageSummary> {
-    s.stages.iter().find(|st| st.name == "baseline").or_else(|| s.stages.iter().find(|st| st.requests > 0))
+    s.stages
+        .iter()
+        .find(|st| st.name == "baseline")
+        .or_else(|| s.stages.iter().find(|st| st.requests > 0 && st.measurable))
+}
+
+/// The stage named `name`, when it can be cited: measurable, and not a sweep step or a
+/// verification or probe stage, whose overload is the experiment (the capacity section
+/// reports it) rather than a fault to fix.
+fn citable<'a>(s: &'a Summary, name: &str) -> Option<&'a StageSummary> {
+    s.stages.iter().find(|st| st.name == name).filter(|st| st.measurable && st.kind == "phase" && st.group.is_none())
 }
 
 /// The stage with the highest error rate, and whether it is `ERRORS_ROSE_BY` above the baseline's.
 fn errors_rose(s: &Summary) -> Option<(&StageSummary, f64)> {
     let base = baseline(s).map_or(0.0, |b| b.error_rate);
-    let worst = s.stages.iter().filter(|st| st.requests > 0).max_by(|a, b| a.error_rate.total_cmp(&b.error_rate))?;
+    let worst = s
+        .stages
+        .iter()
+        .filter(|st| st.requests > 0 && st.measurable)
+        .max_by(|a, b| a.error_rate.total_cmp(&b.error_rate))?;
     (worst.error_rate >= base + ERRORS_ROSE_BY).then_some((worst, base))
 }
 
 fn retry_storm(s: &Summary, out: &mut Vec<Finding>) {
     let Some(r) = &s.retry else { return };
     let (Some(peak), Some(at)) = (r.amplification.max_window, r.amplification.max_window_t_s) else { return };
-    let phase_peak = r.amplification.by_phase.values().copied().fold(0.0, f64::max);
+    // Only phases that can be measured: a one-request escape stage at A = 2 is no storm.
+    let phase_peak = r
+        .amplification
+        .by_phase
+        .iter()
+        .filter(|(name, _)| s.stages.iter().any(|st| &st.name == *name && st.measurable))
+        .map(|(_, a)| *a)
+        .fold(0.0, f64::max);
     if peak < STORM_AMPLIFICATION || phase_peak < STORM_PHASE_AMPLIFICATION || r.retries == 0 {
         return;
     }
@@ -140,8 +166,10 @@ fn retry_storm(s: &Summary, out: &mut Vec<Finding>) {
 
 fn saturation(s: &Summary, out: &mut Vec<Finding>) {
     let Some(f) = &s.in_flight else { return };
-    // The stage that needed the most connections by Little's law.
-    let Some(st) = f.stages.iter().max_by(|a, b| a.little_p95.total_cmp(&b.little_p95)) else { return };
+    // The stage that needed the most connections by Little's law, among those a finding may
+    // cite: a sweep or probe overloads on purpose, and a one-request stage measures nothing.
+    let cited: Vec<_> = f.stages.iter().filter(|st| citable(s, &st.stage).is_some()).collect();
+    let Some(st) = cited.iter().copied().max_by(|a, b| a.little_p95.total_cmp(&b.little_p95)) else { return };
     let needed = st.little_p95.ceil();
     let limits = &s.declared;
     if let Some(pool) = limits.sut_pool.filter(|p| needed > f64::from(*p)) {
@@ -163,7 +191,7 @@ fn saturation(s: &Summary, out: &mut Vec<Finding>) {
         );
     }
     // A concurrency limit that queues: requests wait at the SUT for a worker.
-    let busiest = f.stages.iter().max_by(|a, b| a.sut_little_mean.total_cmp(&b.sut_little_mean));
+    let busiest = cited.iter().copied().max_by(|a, b| a.sut_little_mean.total_cmp(&b.sut_little_mean));
     if let (Some(limit), Some(false), Some(b)) = (limits.sut_max_concurrent, limits.sut_sheds, busiest)
         && (b.sut_little_mean > f64::from(limit) || f.sut_max > u64::from(limit))
     {
@@ -184,7 +212,7 @@ fn saturation(s: &Summary, out: &mut Vec<Finding>) {
         );
     }
     // Full slots alone are a provider used to capacity; attempts waiting for a slot are the harm.
-    if let Some(slots) = limits.provider_slots.filter(|_| f.queued_max > 0) {
+    if let Some(slots) = limits.provider_slots.filter(|_| cited.iter().any(|c| c.queued_max > 0)) {
         push(
             out,
             "provider_saturated",
@@ -444,7 +472,7 @@ mod tests {
             little_p95: 96.0,
             measured_mean: 58.0,
             measured_max: 64,
-            queued_max: 0,
+            queued_max: 12,
             ..StageInFlight::default()
         };
         s.in_flight = Some(InFlight { max: 64, max_at_s: 100, queued_max: 12, sut_max: 0, stages: vec![slow] });
@@ -454,6 +482,7 @@ mod tests {
         assert!(f.iter().any(|f| f.id == "provider_saturated"), "12 attempts waited for the 64 slots");
         s.declared.sut_pool = Some(128);
         s.in_flight.as_mut().unwrap().queued_max = 0;
+        s.in_flight.as_mut().unwrap().stages[0].queued_max = 0;
         assert!(
             findings(&s).is_empty(),
             "a pool of 128 holds 96; full slots without a queue are capacity used, not harm"
@@ -534,7 +563,7 @@ mod tests {
             max_at_s: 1,
             queued_max: 3,
             sut_max: 0,
-            stages: vec![StageInFlight { little_p95: 5.0, ..Default::default() }],
+            stages: vec![StageInFlight { stage: "fault".into(), little_p95: 5.0, queued_max: 3, ..Default::default() }],
         });
         let f = findings(&s);
         assert!(f.len() >= 3);

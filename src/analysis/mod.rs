@@ -15,6 +15,7 @@ pub mod recorder;
 pub mod recovery;
 pub mod retry;
 pub mod series;
+pub mod slo;
 pub mod stampede;
 pub mod summary;
 pub mod sweep;
@@ -69,7 +70,28 @@ fn summarise(data: &RunData) -> Summary {
         if own_attempts { recovery::failover(&s.faults, &data.attempts, t0, s.upstreams.len()) } else { Vec::new() };
     s.whatif.clone_from(&data.whatif);
     s.observations = observations(&data.observations, t0);
+    if let Some(o) = s.objective {
+        let spans: Vec<slo::StageSpan> = spans(&s)
+            .into_iter()
+            .zip(&s.stages)
+            .map(|(sp, st)| slo::StageSpan { from_us: sp.from_us, to_us: sp.to_us, measurable: st.measurable })
+            .collect();
+        let (run, stages) = slo::analyse(&o, &data.samples, &spans, baseline_stage(&s), s.time_scale, t0);
+        for (st, a) in s.stages.iter_mut().zip(stages) {
+            st.slo = a;
+        }
+        s.slo = Some(run);
+    }
     s
+}
+
+/// The stage a run's quality is compared with: the one named `baseline`, or else the first
+/// measurable stage with requests.
+pub fn baseline_stage(s: &Summary) -> Option<usize> {
+    s.stages
+        .iter()
+        .position(|st| st.name == "baseline")
+        .or_else(|| s.stages.iter().position(|st| st.requests > 0 && st.measurable))
 }
 
 /// The room's observations on the run's time axis, in time order.

@@ -77,7 +77,9 @@ pub struct StageRecord {
     pub lag: Histogram<u64>,
     /// Lag in the first and last third of the stage, to see a growing backlog at the generator.
     pub lag_thirds: [Histogram<u64>; 2],
-    /// Latency in the first and last third of the stage, to see a growing backlog anywhere.
+    /// Latency in the first and last third of the stage, to see a growing backlog anywhere:
+    /// only requests that waited on the target's upstream path ([`Sample::queued_upstream`]),
+    /// so fallbacks, sheds and cache hits answered at once cannot make a third look fast.
     pub latency_thirds: [Histogram<u64>; 2],
     /// Outcomes.
     pub outcomes: OutcomeCounts,
@@ -268,7 +270,9 @@ impl Recorder {
         };
         if let Some(p) = part {
             record(&mut stage.lag_thirds[p], s.lag_us());
-            record(&mut stage.latency_thirds[p], s.latency_us());
+            if s.queued_upstream() {
+                record(&mut stage.latency_thirds[p], s.latency_us());
+            }
         }
         stage.outcomes.add(s.outcome);
         stage.client_attempts += u64::from(s.attempts);

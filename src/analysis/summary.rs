@@ -50,9 +50,22 @@ pub struct Percentiles {
 }
 
 impl Percentiles {
-    /// From a µs histogram and the exact largest value recorded in it, µs.
+    /// From a µs histogram and the exact largest value recorded in it, µs. An HDR quantile is
+    /// its bucket's upper edge, which can lie above every value recorded: each percentile is
+    /// clamped to the exact maximum, so p99 never exceeds max.
     pub fn with_max(h: &Histogram<u64>, max_us: u64) -> Option<Self> {
-        Self::of(h).map(|p| Self { max: (max_us as f64).round() / 1000.0, ..p })
+        Self::of(h).map(|p| {
+            let max = (max_us as f64).round() / 1000.0;
+            let at_most = |v: f64| v.min(max);
+            Self {
+                p50: at_most(p.p50),
+                p90: at_most(p.p90),
+                p95: at_most(p.p95),
+                p99: at_most(p.p99),
+                max,
+                mean: at_most(p.mean),
+            }
+        })
     }
 
     /// From a µs histogram (`None` when empty); `max` is the histogram's bucket edge.
@@ -191,6 +204,19 @@ pub struct StageSummary {
     pub schedule: Option<ScheduleSummary>,
     /// Whether the numbers describe a steady state.
     pub sustainability: Sustainability,
+    /// Whether the stage had enough requests over a long enough measured part to measure
+    /// (at least [`super::slo::MIN_MEASURED_REQUESTS`] over [`super::slo::MIN_MEASURED_S`]):
+    /// a stage that did not is left out of rates, findings and charts.
+    #[serde(default = "yes")]
+    pub measurable: bool,
+    /// The stage against the scenario's objective (absent without `[slo]`, or when the stage
+    /// was too short to measure).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slo: Option<super::slo::Attainment>,
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// Totals over the run.
@@ -340,6 +366,12 @@ pub struct Summary {
     /// facilitator did there, in time order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub observations: Vec<ObservationNote>,
+    /// The scenario's objective (`[slo]`), as declared; absent when it declares none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub objective: Option<crate::scenario::slo::Slo>,
+    /// The run judged against its objective.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slo: Option<super::slo::SloAnalysis>,
 }
 
 /// One line of `observations.ndjson`, on the run's time axis.
@@ -391,6 +423,8 @@ pub struct RunIdentity {
     pub declared: DeclaredLimits,
     /// Verification and probe settings.
     pub plan: Option<PlanSettings>,
+    /// The scenario's objective.
+    pub objective: Option<crate::scenario::slo::Slo>,
 }
 
 #[cfg(test)]
@@ -413,6 +447,7 @@ impl RunIdentity {
             variant: None,
             declared: Default::default(),
             plan: None,
+            objective: None,
         }
     }
 }
@@ -471,6 +506,8 @@ impl Summary {
             verify: None,
             probe: None,
             observations: Vec::new(),
+            objective: id.objective,
+            slo: None,
         }
     }
 }

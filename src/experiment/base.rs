@@ -29,6 +29,7 @@ pub fn identity(scenario: &Scenario, run_id: &str, started_at: SystemTime, targe
         variant: scenario.variant.clone(),
         declared: declared_limits(scenario),
         plan: plan_settings(scenario),
+        objective: scenario.slo,
     }
 }
 

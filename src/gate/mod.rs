@@ -78,6 +78,8 @@ fn stage_value(st: &StageSummary, name: &str) -> Option<f64> {
         "outcomes.shed_rate" => outcome_share(st, Outcome::Shed),
         "retry.amplification" => st.attempts_per_request,
         "requests" => Some(st.requests as f64),
+        "slo.attainment" => st.slo.as_ref().map(|a| a.attainment),
+        "slo.budget_burned" => st.slo.as_ref().map(|a| a.budget_burned),
         _ => None,
     }
 }
@@ -145,6 +147,10 @@ pub fn value(s: &Summary, name: &str, phase: Option<&str>) -> Option<f64> {
         "verify.recovery_s" => s.verify.as_ref().map(|v| v.recovery_s.unwrap_or(f64::INFINITY)),
         "probe.stuck_cells" => s.probe.as_ref().map(|p| p.stuck as f64),
         "probe.max_recovering_fraction" => s.probe.as_ref().map(|p| p.max_recovering_fraction.unwrap_or(0.0)),
+        "slo.attainment" => s.slo.as_ref().map(|o| o.run.attainment),
+        "slo.budget_burned" => s.slo.as_ref().map(|o| o.run.budget_burned),
+        "slo.burn_rate_1h" => s.slo.as_ref().and_then(|o| o.alerts.first()).map(|a| a.max_long),
+        "slo.would_page" => s.slo.as_ref().map(|o| if o.would_page { 1.0 } else { 0.0 }),
         // Per-stage metrics over the whole run: the worst stage.
         other => {
             let worse = metric(other)?.worse;

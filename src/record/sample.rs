@@ -153,6 +153,13 @@ impl Sample {
         self.outcome == Outcome::Ok && self.sut_attempts != Some(0)
     }
 
+    /// Whether the request went the upstream path and could wait in a backlog there: not a
+    /// shed, a 429, a fallback or a cache hit, which a SUT answers at once.
+    pub fn queued_upstream(&self) -> bool {
+        !matches!(self.outcome, Outcome::Shed | Outcome::RateLimited | Outcome::Fallback)
+            && self.sut_attempts != Some(0)
+    }
+
     /// Latency from the intended send time to the end: queueing at the generator counts.
     pub fn latency_us(&self) -> u64 {
         self.done_us.saturating_sub(self.intended_us)

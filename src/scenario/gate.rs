@@ -134,6 +134,22 @@ pub const METRICS: &[Metric] = &[
         false,
     ),
     m("requests", "client requests completed", true, Worse::Lower, true),
+    m(
+        "slo.attainment",
+        "share of requests good under `[slo]` (valid within its latency; overall: every measured stage)",
+        true,
+        Worse::Lower,
+        false,
+    ),
+    m(
+        "slo.budget_burned",
+        "share of the `[slo]` window's error budget burned, at the run's rate (overall: the run)",
+        true,
+        Worse::Higher,
+        false,
+    ),
+    m("slo.burn_rate_1h", "highest burn rate over a 1 h window (scaled to the run)", false, Worse::Higher, false),
+    m("slo.would_page", "1 when the multiwindow burn-rate alert would have paged, else 0", false, Worse::Higher, false),
 ];
 
 /// Looks a metric up by name.

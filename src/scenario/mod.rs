@@ -12,6 +12,7 @@ pub mod gate;
 pub mod load;
 mod profile;
 pub mod schema;
+pub mod slo;
 pub mod sut;
 mod timeline;
 mod upstreams;
@@ -71,6 +72,9 @@ pub struct ScenarioFile {
     /// Checks applied at the end of the run (exit 1 when one fails).
     #[serde(default)]
     pub gate: Vec<gate::GateCheck>,
+    /// The objective: what a good request is and what share must be good. Every verdict is
+    /// judged against it.
+    pub slo: Option<slo::SloSection>,
     /// Ways to run the scenario (before/after a fix), each a name and overrides of the keys
     /// above; `chaos run` runs them one after another and compares them.
     #[serde(default)]
@@ -144,6 +148,9 @@ pub struct Scenario {
     pub text: String,
     /// Gate checks.
     pub gate: Vec<gate::GateCheck>,
+    /// The objective (`None`: the file declares none, and the verdicts that need one say so).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slo: Option<slo::Slo>,
     /// The `[[variant]]` this scenario is (`None`: the file as written).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub variant: Option<String>,
@@ -197,6 +204,21 @@ impl Scenario {
     }
 }
 
+/// The gate a scenario is judged by: its `[[gate]]` checks, or, when it has none and declares
+/// an objective, the objective itself (the run's attainment at least the target).
+fn gate_or_objective(gate: Vec<gate::GateCheck>, slo: Option<slo::Slo>) -> Vec<gate::GateCheck> {
+    match slo {
+        Some(o) if gate.is_empty() => vec![gate::GateCheck {
+            name: Some(format!("objective: slo.attainment >= {}", o.target)),
+            metric: "slo.attainment".into(),
+            phase: None,
+            max: None,
+            min: Some(o.target),
+        }],
+        _ => gate,
+    }
+}
+
 /// How a unit enum value is spelt in files and JSON (`"in_process"`, `"poisson"`), for
 /// messages and tables: one spelling everywhere, taken from its serde name.
 pub fn wire_name<T: Serialize>(value: &T) -> String {
@@ -220,7 +242,7 @@ pub const DEFAULT_SEED: u64 = 1;
 /// a scenario. (Gateway policies are recognised by `gateway::GatewayConfig::looks_like`.)
 pub fn detect_format(src: &Source) -> Format {
     const PROFILE_ONLY: [&str; 5] = ["latency", "capacity", "rate_limit", "http", "models"];
-    const SCENARIO_ONLY: [&str; 8] = ["seed", "load", "sut", "fault", "limits", "abort", "gate", "allow_remote"];
+    const SCENARIO_ONLY: [&str; 9] = ["seed", "load", "sut", "fault", "limits", "abort", "gate", "allow_remote", "slo"];
     let keys = src.top_level_keys();
     if !keys.is_empty() && keys.iter().all(|k| k == "fault") {
         return Format::Faults;
@@ -324,9 +346,13 @@ impl Scenario {
         let faults = check_faults(src, &anchored, &names, &mut errors);
         let (faults, triggers) = capacity::place(src, faults, load.as_ref(), &mut errors);
         check_gate(src, &file.gate, load.as_ref(), &mut errors);
+        if let Some(slo) = &file.slo {
+            errors.extend(slo.problems().located(src, "slo"));
+        }
         if let Some(e) = ScenarioError::from_list(errors) {
             return Err(e);
         }
+        let slo = file.slo.as_ref().and_then(slo::SloSection::resolve);
         Ok(Self {
             path: src.path.clone(),
             name: file.name,
@@ -341,7 +367,8 @@ impl Scenario {
             allow_remote: file.allow_remote,
             time_scale: 1.0,
             text: src.text.clone(),
-            gate: file.gate,
+            gate: gate_or_objective(file.gate, slo),
+            slo,
             variant: None,
             variants: Vec::new(),
         })

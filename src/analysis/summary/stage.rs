@@ -34,10 +34,13 @@ pub const BACKLOG_COMPLETION_SHARE: f64 = 0.9;
 fn sustainability(rec: &StageRecord, s: &ScheduleSummary, arrivals: u64, users: u64) -> Sustainability {
     let q = |h: &Histogram<u64>, q: f64| if h.is_empty() { 0.0 } else { h.value_at_quantile(q) as f64 / 1000.0 };
     let (first, last) = (q(&rec.latency_thirds[0], 0.5), q(&rec.latency_thirds[1], 0.5));
+    // A third with no request on the upstream path (all shed or answered by a fallback) says
+    // nothing about a backlog there.
+    let both = rec.latency_thirds.iter().all(|h| !h.is_empty());
     let requests = rec.outcomes.total();
-    let rising = last > 1.1 * first + 20.0;
+    let rising = both && last > 1.1 * first + 20.0;
     let short = (rec.completed as f64) < BACKLOG_COMPLETION_SHARE * requests as f64;
-    let doubling = last > 2.0 * first + 50.0;
+    let doubling = both && last > 2.0 * first + 50.0;
     if (rising && short) || doubling {
         return Sustainability::Unsustainable;
     }
@@ -110,5 +113,7 @@ pub fn stage_summary(
         client_attempts_per_request: (requests > 0).then(|| round3(rec.client_attempts as f64 / requests as f64)),
         schedule,
         sustainability,
+        measurable: crate::analysis::slo::measurable(requests, measured_s),
+        slo: None,
     }
 }

@@ -74,6 +74,39 @@ fn a_stage_at_baseline_latency_is_never_unsustainable() {
 }
 
 #[test]
+fn breaker_fallbacks_at_a_recovery_s_start_do_not_read_as_a_growing_backlog() {
+    // ci/gate.toml's recovery phase: for its first 5 s the breaker is still open and answers
+    // fallbacks in 2 ms; then the upstream answers in 100 ms as in the baseline. Every third
+    // over every outcome gave a median of 2 ms then 100 ms: "unsustainable".
+    let stage = open_stage(10.0, 20);
+    let mut rec = Recorder::new(std::slice::from_ref(&stage), 0);
+    for i in 0..200u64 {
+        let t = i * SEC / 10;
+        let s = if t < 5 * SEC {
+            Sample { outcome: Outcome::Fallback, sut_attempts: Some(0), ..Sample::answered(i, t, t + 2_000) }
+        } else {
+            Sample::answered(i, t, t + 100_000)
+        };
+        rec.record(&s);
+    }
+    let (records, _) = rec.finish();
+    let sched = StageSchedule { arrivals: 200, claimed: 200, dropped: 0, missed: 0, max_in_flight: 2 };
+    let s = stage_summary(&stage, &records[0], &sched, 40, 150, None, 20.0);
+    assert_eq!(s.sustainability, Sustainability::Sustained, "{s:?}");
+    // A whole first third of fallbacks leaves nothing to compare: still not unsustainable.
+    let mut rec = Recorder::new(std::slice::from_ref(&stage), 0);
+    for i in 0..200u64 {
+        let t = i * SEC / 10;
+        let fallback = t < 8 * SEC;
+        let s = Sample::answered(i, t, t + if fallback { 2_000 } else { 100_000 });
+        rec.record(&if fallback { Sample { outcome: Outcome::Fallback, ..s } } else { s });
+    }
+    let (records, _) = rec.finish();
+    let s = stage_summary(&stage, &records[0], &sched, 40, 150, None, 20.0);
+    assert_eq!(s.sustainability, Sustainability::Sustained, "{s:?}");
+}
+
+#[test]
 fn a_generator_that_falls_behind_with_free_users_is_generator_limited() {
     // Latency holds, but the send lag grows while only 10 of 400 users were ever busy.
     let s = measure(100.0, 20, 400, 10, |_, _| 50_000, |_, t| t / 20);
@@ -147,5 +180,23 @@ mod latency_tests {
         let all = s.latency_ms.unwrap();
         assert!(all.p50 < 100.5 && all.p95 >= 30_000.0, "{all:?}");
         assert_eq!(s.no_first_token, 40, "fallbacks and timeouts got no first token");
+    }
+}
+
+proptest::proptest! {
+    /// HDR quantiles are bucket edges: without the clamp, p99 of values just below a bucket's
+    /// edge (e.g. 107 001 µs) lay above the exact maximum.
+    #[test]
+    fn percentiles_never_exceed_the_exact_maximum(values in proptest::collection::vec(1u64..120_000_000, 1..300)) {
+        let mut h = Histogram::<u64>::new_with_bounds(1, 3_600_000_000, 2).unwrap();
+        for v in &values {
+            h.record(*v).unwrap();
+        }
+        let max = *values.iter().max().unwrap();
+        let p = Percentiles::with_max(&h, max).unwrap();
+        for q in [p.p50, p.p90, p.p95, p.p99, p.mean] {
+            proptest::prop_assert!(q <= p.max, "{p:?} from {values:?}");
+        }
+        proptest::prop_assert!(p.p50 <= p.p90 && p.p90 <= p.p95 && p.p95 <= p.p99);
     }
 }
