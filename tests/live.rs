@@ -895,6 +895,46 @@ async fn refused_requests_and_event_streams_hold_no_place() {
     server.shutdown().await;
 }
 
+/// A facilitator's fault the mock accepted is reported started, however long its fields: the
+/// action note shows a bounded description. (A 60 000-character `match.model` used to get a
+/// 400, "the observation is longer than 2000 characters", with the fault active on the mock.)
+#[tokio::test]
+async fn a_facilitator_fault_the_mock_took_is_reported_started_with_a_bounded_note() {
+    use chaos::experiment::serve::hub::MockControl;
+    let upstreams = vec![chaos::scenario::Upstream {
+        name: "primary".into(),
+        listen: None,
+        profile: chaos::scenario::Profile::default(),
+    }];
+    let options =
+        chaos::mock::MockOptions { admin: Some("127.0.0.1:0".parse().unwrap()), ..chaos::mock::MockOptions::default() };
+    let pool = chaos::mock::MockPool::start(&upstreams, options).await.unwrap();
+    let server = server().await;
+    let dir = tempfile::tempdir().unwrap();
+    let live = server.live();
+    live.begin_run(run_view(), dir.path(), chaos::clock::Clock::start());
+    live.load_started(0, Some(MockControl { url: pool.admin_uri().unwrap(), token: None }), None);
+    let model = "m".repeat(60_000);
+    let fault = serde_json::json!({"kind": "latency", "multiplier": 2.0, "match": {"model": model}});
+    let started = reqwest::Client::new()
+        .post(format!("{}api/faults", server.url()))
+        .header("content-type", "application/json")
+        .header("x-chaos-admin", "facilitator")
+        .body(fault.to_string())
+        .send()
+        .await
+        .unwrap();
+    let status = started.status().as_u16();
+    let body: Value = started.json().await.unwrap();
+    assert_eq!((status, body["started"].as_str()), (201, Some("adhoc-1-latency")), "{body}");
+    assert_eq!(pool.faults().entries().len(), 1, "the fault is on the mock");
+    let state: Value = serde_json::from_str(&live.state_json()).unwrap();
+    let note = state["observations"][0]["text"].as_str().unwrap();
+    assert!(note.starts_with("started fault `adhoc-1-latency`: latency") && note.ends_with('…'), "{note}");
+    assert!(note.chars().count() <= chaos::experiment::serve::hub::MAX_NOTE_CHARS, "{} characters", note.len());
+    server.shutdown().await;
+}
+
 /// Serves `html` to every request on a loopback port of its own: a page of another origin.
 async fn attacker_page(html: String) -> String {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
