@@ -447,6 +447,76 @@ async fn connections_over_the_cap_are_refused() {
     assert_eq!(answered, 200);
 }
 
+/// Every refusal (401 no token, 403 another Origin, 421 another Host, 415 not JSON) says
+/// `Connection: close` and ends its connection: 72 keep-alive clients without the token,
+/// more than the 64 places, hold none of them once refused, and a token holder gets in.
+/// (They used to keep their places with one request every few seconds, and a legitimate
+/// call got a reset.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refused_keep_alive_clients_cannot_lock_out_a_token_holder() {
+    let pool = pool(Some("s3cret")).await;
+    let host = authority(&pool);
+    let get = format!("GET /_chaos/faults HTTP/1.1\r\nhost: {host}\r\n\r\n");
+    let kinds = [
+        (401, get.clone()),
+        (403, format!("GET /_chaos/faults HTTP/1.1\r\nhost: {host}\r\norigin: http://evil.example\r\n\r\n")),
+        (
+            421,
+            format!("GET /_chaos/faults HTTP/1.1\r\nhost: rebind.example:{}\r\n\r\n", host.rsplit(':').next().unwrap()),
+        ),
+        (
+            415,
+            format!(
+                "POST /_chaos/reset HTTP/1.1\r\nhost: {host}\r\ncontent-type: text/plain\r\ncontent-length: 0\r\n\r\n"
+            ),
+        ),
+    ];
+    for (want, request) in &kinds {
+        let mut s = tokio::net::TcpStream::connect(&host).await.unwrap();
+        use tokio::io::AsyncWriteExt;
+        s.write_all(request.as_bytes()).await.unwrap();
+        let (status, head) = common::read_response(&mut s).await.expect("an answer");
+        assert_eq!(status, *want, "{head}");
+        assert!(head.contains("connection: close"), "{head}");
+        assert!(common::closed_after(&mut s, request).await, "{want}: the connection stays open");
+    }
+    let mut clients = Vec::new();
+    for _ in 0..72 {
+        clients.push(tokio::net::TcpStream::connect(&host).await.unwrap());
+    }
+    let answers = futures::future::join_all(clients.into_iter().map(|mut s| {
+        let get = get.clone();
+        async move {
+            use tokio::io::AsyncWriteExt;
+            let _ = s.write_all(get.as_bytes()).await;
+            let status = common::read_response(&mut s).await.map(|(status, _)| status);
+            let closed = common::closed_after(&mut s, &get).await;
+            (status, closed, s)
+        }
+    }))
+    .await;
+    let seen: Vec<(Option<u16>, bool)> = answers.iter().map(|(status, closed, _)| (*status, *closed)).collect();
+    assert!(seen.iter().filter(|(status, _)| *status == Some(401)).count() >= 64, "{seen:?}");
+    assert!(seen.iter().all(|(status, closed)| matches!(status, Some(401 | 503) | None) && *closed), "{seen:?}");
+    // Past the cap a client is answered 503, or reset (`None`) when its request came first.
+    // The clients still hold their ends (`answers`); each place was given back as the server
+    // ended its connection, a moment after the client saw it end.
+    let authorized = format!("GET /_chaos/status HTTP/1.1\r\nhost: {host}\r\nauthorization: Bearer s3cret\r\n\r\n");
+    let mut answered = None;
+    for _ in 0..100 {
+        use tokio::io::AsyncWriteExt;
+        let mut s = tokio::net::TcpStream::connect(&host).await.unwrap();
+        let _ = s.write_all(authorized.as_bytes()).await;
+        answered = common::read_response(&mut s).await.map(|(status, _)| status);
+        if answered == Some(200) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(answered, Some(200));
+    drop(answers);
+}
+
 /// A `chaos` child, killed when the test ends however it ends.
 struct Child(std::process::Child);
 

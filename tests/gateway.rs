@@ -386,7 +386,9 @@ async fn bad_requests_are_answered_in_openai_shape_and_never_forwarded() {
 #[test]
 fn upstreams_must_be_loopback_origins() {
     assert!(gateway::check_upstreams(&["http://127.0.0.1:9000".into(), "http://[::1]:9".into()], &[]).is_ok());
-    for (url, needle) in [("http://10.1.2.3:9000", "not a loopback host"), ("https://127.0.0.1:1", "http:// origin")] {
+    for (url, needle) in
+        [("http://10.1.2.3:9000", "not a loopback host"), ("https://127.0.0.1:1", "expected an http:// URL")]
+    {
         let err = gateway::check_upstreams(&[url.into()], &[]).unwrap_err().to_string();
         assert!(err.contains(needle), "{url}: {err}");
     }

@@ -8,6 +8,8 @@
 //!
 //! `promtool` (Debian's `prometheus`) and `chromium` must be installed; `.ci/run` installs them.
 
+mod common;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -816,6 +818,120 @@ async fn the_live_page_closes_half_headers_and_caps_connections() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     assert_eq!(answered, 200);
+    server.shutdown().await;
+}
+
+/// Every refusal of the live page (403 another page's event stream or no admin token, 401 no
+/// view token, 421 another Host, 415 not JSON) says `Connection: close` and ends its
+/// connection, so event streams another page opens hold no place: 40 of them, past the cap
+/// of 32, and a page with the token still loads. (A refused stream used to keep its
+/// keep-alive connection, and 256 of them could hold every place.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refused_requests_and_event_streams_hold_no_place() {
+    use tokio::io::AsyncWriteExt;
+    let options =
+        ServeOptions { addr: "127.0.0.1:0".parse().unwrap(), view_token: Some("v1ew".into()), admin_token: "f".into() };
+    let limits = chaos::listen::Limits { max_connections: Some(32), header_timeout: Some(Duration::from_secs(10)) };
+    let server = LiveServer::start_with(options, limits).await.unwrap();
+    let addr = server.addr();
+    let stream = format!("GET /events?token=v1ew HTTP/1.1\r\nhost: {addr}\r\norigin: http://evil.example\r\n\r\n");
+    let kinds = [
+        (403, stream.clone()),
+        (401, format!("GET /api/state HTTP/1.1\r\nhost: {addr}\r\n\r\n")),
+        (421, format!("GET /api/state?token=v1ew HTTP/1.1\r\nhost: rebind.example:{}\r\n\r\n", addr.port())),
+        (
+            415,
+            format!(
+                "POST /api/notes?token=v1ew HTTP/1.1\r\nhost: {addr}\r\ncontent-type: text/plain\r\ncontent-length: 2\r\n\r\nhi"
+            ),
+        ),
+        (
+            403,
+            format!(
+                "POST /api/faults?token=v1ew HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{{}}"
+            ),
+        ),
+    ];
+    for (want, request) in &kinds {
+        let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+        s.write_all(request.as_bytes()).await.unwrap();
+        let (status, head) = common::read_response(&mut s).await.expect("an answer");
+        assert_eq!(status, *want, "{head}");
+        assert!(head.contains("connection: close"), "{head}");
+        assert!(common::closed_after(&mut s, request).await, "{want}: the connection stays open");
+    }
+    let mut clients = Vec::new();
+    for _ in 0..40 {
+        clients.push(tokio::net::TcpStream::connect(addr).await.unwrap());
+    }
+    let answers = futures::future::join_all(clients.into_iter().map(|mut s| {
+        let stream = stream.clone();
+        async move {
+            let _ = s.write_all(stream.as_bytes()).await;
+            let status = common::read_response(&mut s).await.map(|(status, _)| status);
+            let closed = common::closed_after(&mut s, &stream).await;
+            (status, closed, s)
+        }
+    }))
+    .await;
+    let seen: Vec<(Option<u16>, bool)> = answers.iter().map(|(status, closed, _)| (*status, *closed)).collect();
+    assert!(seen.iter().filter(|(status, _)| *status == Some(403)).count() >= 32, "{seen:?}");
+    // Past the cap: 503, or a reset when the request came first.
+    assert!(seen.iter().all(|(status, closed)| matches!(status, Some(403 | 503) | None) && *closed), "{seen:?}");
+    // The clients still hold their ends; each place was given back as the server ended it.
+    let page = format!("GET /api/state?token=v1ew HTTP/1.1\r\nhost: {addr}\r\n\r\n");
+    let mut answered = None;
+    for _ in 0..100 {
+        let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let _ = s.write_all(page.as_bytes()).await;
+        answered = common::read_response(&mut s).await.map(|(status, _)| status);
+        if answered == Some(200) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(answered, Some(200));
+    drop(answers);
+    server.shutdown().await;
+}
+
+/// A facilitator's fault the mock accepted is reported started, however long its fields: the
+/// action note shows a bounded description. (A 60 000-character `match.model` used to get a
+/// 400, "the observation is longer than 2000 characters", with the fault active on the mock.)
+#[tokio::test]
+async fn a_facilitator_fault_the_mock_took_is_reported_started_with_a_bounded_note() {
+    use chaos::experiment::serve::hub::MockControl;
+    let upstreams = vec![chaos::scenario::Upstream {
+        name: "primary".into(),
+        listen: None,
+        profile: chaos::scenario::Profile::default(),
+    }];
+    let options =
+        chaos::mock::MockOptions { admin: Some("127.0.0.1:0".parse().unwrap()), ..chaos::mock::MockOptions::default() };
+    let pool = chaos::mock::MockPool::start(&upstreams, options).await.unwrap();
+    let server = server().await;
+    let dir = tempfile::tempdir().unwrap();
+    let live = server.live();
+    live.begin_run(run_view(), dir.path(), chaos::clock::Clock::start());
+    live.load_started(0, Some(MockControl { url: pool.admin_uri().unwrap(), token: None }), None);
+    let model = "m".repeat(60_000);
+    let fault = serde_json::json!({"kind": "latency", "multiplier": 2.0, "match": {"model": model}});
+    let started = reqwest::Client::new()
+        .post(format!("{}api/faults", server.url()))
+        .header("content-type", "application/json")
+        .header("x-chaos-admin", "facilitator")
+        .body(fault.to_string())
+        .send()
+        .await
+        .unwrap();
+    let status = started.status().as_u16();
+    let body: Value = started.json().await.unwrap();
+    assert_eq!((status, body["started"].as_str()), (201, Some("adhoc-1-latency")), "{body}");
+    assert_eq!(pool.faults().entries().len(), 1, "the fault is on the mock");
+    let state: Value = serde_json::from_str(&live.state_json()).unwrap();
+    let note = state["observations"][0]["text"].as_str().unwrap();
+    assert!(note.starts_with("started fault `adhoc-1-latency`: latency") && note.ends_with('…'), "{note}");
+    assert!(note.chars().count() <= chaos::experiment::serve::hub::MAX_NOTE_CHARS, "{} characters", note.len());
     server.shutdown().await;
 }
 

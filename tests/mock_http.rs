@@ -243,3 +243,39 @@ async fn http2_is_served_only_when_the_profile_enables_it() {
         h2.post(format!("{}/v1/chat/completions", plain.uri())).json(&common::chat_body("x", false)).send().await;
     assert!(refused.is_err(), "HTTP/1.1-only by default");
 }
+
+/// The records on an upstream port (`/_chaos/events` holds flush details, `/_chaos/attempts`
+/// every attempt) are refused under another Host name (421: DNS rebinding cannot read them)
+/// and from another page (403), and the connection is closed; this machine's tools read them
+/// as before, and the API paths take any Host, as real clients send.
+#[tokio::test]
+async fn the_records_refuse_other_hosts_and_pages_while_the_api_takes_any_host() {
+    use tokio::io::AsyncWriteExt;
+    let mock = common::mock(Profile::default()).await;
+    let addr = mock.addr();
+    for path in ["/_chaos/events", "/_chaos/attempts"] {
+        for (want, extra) in [
+            (421, format!("host: rebind.example:{}\r\n", addr.port())),
+            (403, format!("host: {addr}\r\norigin: http://evil.example\r\n")),
+            (200, format!("host: {addr}\r\n")),
+            (200, format!("host: localhost:{}\r\n", addr.port())),
+        ] {
+            let request = format!("GET {path} HTTP/1.1\r\n{extra}\r\n");
+            let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+            s.write_all(request.as_bytes()).await.unwrap();
+            let (status, head) = common::read_response(&mut s).await.expect("an answer");
+            assert_eq!(status, want, "{path} {extra}: {head}");
+            if want != 200 {
+                assert!(common::closed_after(&mut s, &request).await, "{path} {want}: still open");
+            }
+        }
+    }
+    let body = common::chat_body("x", false).to_string();
+    let chat = format!(
+        "POST /v1/chat/completions HTTP/1.1\r\nhost: api.openai.example\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    s.write_all(chat.as_bytes()).await.unwrap();
+    assert_eq!(common::read_response(&mut s).await.map(|(status, _)| status), Some(200));
+}

@@ -92,7 +92,12 @@ impl RunError {
             self,
             Self::NoLoad(_)
                 | Self::Worker(_)
-                | Self::Sut(SutError::Placeholder(_) | SutError::Remote { .. } | SutError::Policy(_))
+                | Self::Sut(
+                    SutError::Placeholder(_)
+                        | SutError::Remote { .. }
+                        | SutError::Policy(_)
+                        | SutError::Gateway(crate::gateway::GatewayError::Upstream { .. })
+                )
                 | Self::Load(LoadError::Header { .. })
                 | Self::Create(
                     crate::run_folder::CreateError::NotEmpty(_) | crate::run_folder::CreateError::NotAFolder(_)
@@ -218,21 +223,23 @@ pub fn shard_file(
     }
 }
 
-/// The upstream URLs of a shared mock whose first upstream is at `first` (`http://HOST:PORT`):
-/// the others on the following ports, in the scenario's order.
+/// The upstream URLs of a shared mock whose first upstream is at `first` (`http://HOST:PORT`,
+/// an origin as [`crate::net::check_url`] reads it, with its port): the others on the
+/// following ports, in the scenario's order.
 pub fn shared_mock_urls(first: &str, names: &[String]) -> Result<Vec<(String, String)>, String> {
-    let bad = || format!("--mock {first:?}: expected http://HOST:PORT (the shared mock's first upstream)");
-    let rest = first.strip_prefix("http://").ok_or_else(bad)?.trim_end_matches('/');
-    let (host, port) = rest.rsplit_once(':').ok_or_else(bad)?;
-    let port: u16 = port.parse().map_err(|_| bad())?;
-    if host.is_empty() || host.contains('/') {
-        return Err(bad());
-    }
+    let bad = |why: String| format!("--mock `{first}`: {why} (the shared mock's first upstream, http://HOST:PORT)");
+    let url = crate::net::parse_http(first, crate::net::UrlShape::Origin).map_err(|rule| bad(rule.sentence()))?;
+    let (Some(host), Some(port)) = (url.host_str(), url.port()) else {
+        return Err(bad("expected a port".into()));
+    };
     names
         .iter()
         .enumerate()
         .map(|(i, n)| {
-            let p = port.checked_add(i as u16).ok_or_else(bad)?;
+            let p = u16::try_from(i)
+                .ok()
+                .and_then(|i| port.checked_add(i))
+                .ok_or_else(|| bad("port out of range".into()))?;
             Ok((n.clone(), format!("http://{host}:{p}")))
         })
         .collect()
@@ -287,7 +294,7 @@ pub async fn run(scenario: &Scenario, options: &RunOptions, stopper: Stopper) ->
         allow_remote.extend(cluster_services(scenario, options));
     }
     if let Some(w) = &options.worker {
-        check_worker(scenario, w)?;
+        check_worker(scenario, w, &allow_remote)?;
     }
     sut::precheck(scenario.sut.as_ref(), &allow_remote)?;
     let exclusive = crate::load::exclusive().await;
@@ -511,13 +518,23 @@ pub fn shard_problem(scenario: &Scenario) -> Option<String> {
     None
 }
 
-fn check_worker(scenario: &Scenario, w: &WorkerOptions) -> Result<(), RunError> {
+/// Checks `--worker` before anything starts: the scenario can be sharded, and a shared mock
+/// is an origin on this machine or on a host `allow_remote` names (every URL the worker
+/// derives from it is checked too, as the gateway or the load would use it).
+fn check_worker(scenario: &Scenario, w: &WorkerOptions, allow_remote: &[String]) -> Result<(), RunError> {
     if let Some(p) = shard_problem(scenario) {
         return Err(RunError::Worker(format!("--worker: {p}")));
     }
     if let Some(m) = &w.mock {
         let names: Vec<String> = scenario.upstreams.iter().map(|u| u.name.clone()).collect();
-        shared_mock_urls(m, &names).map_err(RunError::Worker)?;
+        for (_, url) in shared_mock_urls(m, &names).map_err(RunError::Worker)? {
+            crate::net::check_url(&url, crate::net::UrlShape::Origin, allow_remote).map_err(|e| {
+                RunError::Worker(format!(
+                    "--mock `{m}`: {}; name the host in the scenario's allow_remote and with --allow-remote",
+                    e.rule.sentence()
+                ))
+            })?;
+        }
     }
     Ok(())
 }
@@ -535,9 +552,9 @@ fn cluster_services(scenario: &Scenario, options: &RunOptions) -> Vec<String> {
     [sut_url, mock]
         .into_iter()
         .flatten()
-        .map(crate::net::url_host)
+        .filter_map(|u| crate::net::parse_http(&crate::scenario::fill_for_check(u), crate::net::UrlShape::Origin).ok())
+        .map(|u| crate::net::url_host(&u))
         .filter(|h| crate::net::is_cluster_service_host(h))
-        .map(str::to_string)
         .collect()
 }
 

@@ -41,11 +41,11 @@ impl TtlExpiryFault {
         let Some(hook) = &self.flush else { return };
         match (&hook.http, &hook.command) {
             (Some(url), None) => {
-                if !url.starts_with(SUT_URL) && !is_loopback_http(url) {
+                if let Some(problem) = flush_url_problem(url) {
                     out.push(
                         "flush.http",
-                        format!("{url:?}"),
-                        "an http:// URL on a loopback host (127.0.0.0/8, ::1, localhost)",
+                        format!("{url:?} ({problem})"),
+                        "an http:// URL on a loopback host (127.0.0.0/8, ::1, localhost), or `{sut.url}` followed by a path",
                     );
                 }
             }
@@ -72,15 +72,22 @@ pub fn expand_sut_url(fault: &mut crate::faults::Fault, origin: &str) {
     }
 }
 
-/// `http://` URLs whose host is loopback: the harness never sends anything off the machine.
-pub fn is_loopback_http(url: &str) -> bool {
-    let Some(rest) = url.strip_prefix("http://") else { return false };
-    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
-    let host = match authority.strip_prefix('[') {
-        Some(v6) => v6.split(']').next().unwrap_or_default(),
-        None => authority.rsplit_once(':').map_or(authority, |(h, _)| h),
+/// What is wrong with a flush URL, if anything, as a sentence: it must pass [`crate::net::check_url`] as a
+/// loopback hook (the harness never sends anything off the machine), or be `{sut.url}`
+/// followed by nothing or a path, so that the host is the SUT's, checked on its own (text
+/// after the placeholder could otherwise change the host: `{sut.url}@192.0.2.2/`).
+pub fn flush_url_problem(url: &str) -> Option<String> {
+    let filled = match url.strip_prefix(SUT_URL) {
+        Some(rest) if !rest.is_empty() && !rest.starts_with('/') => {
+            return Some(format!("expected `/` or nothing after `{SUT_URL}`"));
+        }
+        Some(rest) => format!("http://127.0.0.1:1{rest}"),
+        None => url.to_string(),
     };
-    crate::net::is_loopback_host(host)
+    if filled.contains(SUT_URL) {
+        return Some(format!("expected `{SUT_URL}` only at the start"));
+    }
+    crate::net::check_url(&filled, crate::net::UrlShape::Hook, &[]).err().map(|e| e.rule.sentence())
 }
 
 #[cfg(test)]
@@ -90,12 +97,21 @@ mod tests {
 
     #[test]
     fn flush_urls_must_stay_on_loopback() {
-        assert!(is_loopback_http("http://127.0.0.1:8080/admin/flush"));
-        assert!(is_loopback_http("http://localhost/x"));
-        assert!(is_loopback_http("http://[::1]:9/x"));
-        assert!(!is_loopback_http("http://10.0.0.1/x"));
-        assert!(!is_loopback_http("https://127.0.0.1/x"));
-        assert!(!is_loopback_http("http://127.0.0.1.evil.com/x"));
+        for ok in ["http://127.0.0.1:8080/admin/flush", "http://localhost/x", "http://[::1]:9/x?all=1", "{sut.url}/f"] {
+            assert_eq!(flush_url_problem(ok), None, "{ok}");
+        }
+        for bad in [
+            "http://10.0.0.1/x",
+            "https://127.0.0.1/x",
+            "http://127.0.0.1.evil.com/x",
+            "http://127.0.0.1:80@192.0.2.2/admin",
+            "http://192.0.2.2#@127.0.0.1/",
+            "{sut.url}@192.0.2.2/x",
+            "{sut.url}.evil.example/x",
+            "http://127.0.0.1/{sut.url}",
+        ] {
+            assert!(flush_url_problem(bad).is_some(), "{bad}");
+        }
     }
 
     #[test]

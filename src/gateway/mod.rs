@@ -60,7 +60,7 @@ pub enum GatewayError {
         source: std::io::Error,
     },
     /// An upstream URL is unusable.
-    #[error("gateway: upstream {url:?}: {reason}")]
+    #[error("gateway: upstream `{url}`: {reason}")]
     Upstream {
         /// The URL as given.
         url: String,
@@ -90,24 +90,21 @@ pub(crate) struct GatewayState {
     outcomes: Mutex<Window>,
 }
 
-/// Checks upstream URLs: `http://host:port` origins, on loopback unless `allow_remote` names the host.
+/// Checks upstream URLs: `http://host:port` origins ([`crate::net::check_url`]), on loopback
+/// unless `allow_remote` names the host.
 pub fn check_upstreams(urls: &[String], allow_remote: &[String]) -> Result<(), GatewayError> {
     if urls.is_empty() {
         return Err(GatewayError::Upstream { url: String::new(), reason: "give at least one upstream".into() });
     }
     for url in urls {
-        let bad = |reason: &str| GatewayError::Upstream { url: url.clone(), reason: reason.into() };
-        let rest =
-            url.strip_prefix("http://").ok_or_else(|| bad("expected an http:// origin, e.g. http://127.0.0.1:9000"))?;
-        let authority = rest.split('/').next().unwrap_or_default();
-        let host = match authority.strip_prefix('[') {
-            Some(v6) => v6.split(']').next().unwrap_or_default(),
-            None => authority.rsplit_once(':').map_or(authority, |(h, _)| h),
-        };
-        if !crate::net::is_loopback_host(host) && !allow_remote.iter().any(|h| h == host) {
-            return Err(bad(
-                "not a loopback host: load goes only to this machine unless --allow-remote names the host",
-            ));
+        if let Err(e) = crate::net::check_url(url, crate::net::UrlShape::Origin, allow_remote) {
+            let reason = match e.rule {
+                rule @ crate::net::UrlRule::Remote(_) => {
+                    format!("{rule}: load goes only to this machine unless --allow-remote names the host")
+                }
+                rule => rule.sentence(),
+            };
+            return Err(GatewayError::Upstream { url: url.clone(), reason });
         }
     }
     Ok(())

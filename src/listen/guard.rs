@@ -120,6 +120,22 @@ fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
     headers.get(name).and_then(|v| v.to_str().ok())
 }
 
+/// Marks a refusal (401, 403, 415, 421) `Connection: close`, so hyper ends the connection
+/// once it is sent: a client refused keeps no keep-alive connection, and so no place under
+/// the listener's connection cap (64 refused clients each sending a request every few
+/// seconds used to hold every place of the control API). Other answers are left alone.
+pub fn close_if_refused<B>(response: &mut hyper::Response<B>) {
+    let refused = [
+        StatusCode::UNAUTHORIZED,
+        StatusCode::FORBIDDEN,
+        StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        StatusCode::MISDIRECTED_REQUEST,
+    ];
+    if refused.contains(&response.status()) {
+        response.headers_mut().insert(hyper::header::CONNECTION, hyper::header::HeaderValue::from_static("close"));
+    }
+}
+
 /// The `Authorization: Bearer TOKEN` of a request.
 pub fn bearer(headers: &HeaderMap) -> Option<&str> {
     header(headers, "authorization")?.strip_prefix("Bearer ")
@@ -214,6 +230,18 @@ mod tests {
             refusal.message.contains("application/json") && refusal.message.contains("`text/plain`"),
             "{refusal:?}"
         );
+    }
+
+    #[test]
+    fn refusals_close_their_connection() {
+        for (code, closes) in
+            [(401, true), (403, true), (415, true), (421, true), (200, false), (400, false), (404, false)]
+        {
+            let mut r = hyper::Response::new(());
+            *r.status_mut() = StatusCode::from_u16(code).unwrap();
+            close_if_refused(&mut r);
+            assert_eq!(r.headers().get("connection").is_some_and(|v| v == "close"), closes, "{code}");
+        }
     }
 
     #[test]

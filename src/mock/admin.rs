@@ -66,7 +66,11 @@ pub(crate) async fn serve(
                     let _place = permit;
                     let service = service_fn(move |req| {
                         let (shared, access) = (shared.clone(), access.clone());
-                        async move { Ok::<_, Infallible>(route(&shared, &access, req).await) }
+                        async move {
+                            let mut reply = route(&shared, &access, req).await;
+                            crate::listen::guard::close_if_refused(&mut reply);
+                            Ok::<_, Infallible>(reply)
+                        }
                     });
                     let _ = http1.serve_connection(TokioIo::new(stream), service).await;
                 });

@@ -90,6 +90,11 @@ fn serve_other(
     arrival: Instant,
 ) -> Response<MockBody> {
     let (method, path) = (&parts.method, parts.uri.path());
+    if matches!(route, Route::Attempts | Route::Events)
+        && let Some(refused) = records_refusal(state, parts)
+    {
+        return refused;
+    }
     match route {
         Route::Models => {
             json(StatusCode::OK, openai::models(&state.profile.models, state.shared.clock.unix_secs_at(arrival)), None)
@@ -108,6 +113,18 @@ fn serve_other(
             refuse(&mut guard, Decision::NotFound, ProviderError::new(404, msg), Flavor::OpenAi)
         }
     }
+}
+
+/// The listener guard's Host and Origin checks for the records on an upstream port
+/// (`/_chaos/attempts`, `/_chaos/events`: every attempt, and flush details): a page under
+/// another name (DNS rebinding) or of another origin cannot read them. The API paths take any
+/// Host, as real clients send their provider's name; in-process calls have no listener.
+fn records_refusal(state: &UpstreamState, parts: &hyper::http::request::Parts) -> Option<Response<MockBody>> {
+    let refused = crate::listen::guard::Guard::new(state.addr?).check(&parts.method, &parts.headers).err()?;
+    let body = serde_json::json!({"error": {"status": refused.status.as_u16(), "message": refused.message}});
+    let mut resp = json(refused.status, Bytes::from(body.to_string()), None);
+    crate::listen::guard::close_if_refused(&mut resp);
+    Some(resp)
 }
 
 async fn serve_api<B: RequestBody>(api: Api, head: Head, body: B, conn: Option<Arc<ConnCtl>>) -> Outcome {

@@ -31,7 +31,7 @@ pub use profile::{
     Capacity, CapacitySection, DEFAULT_MAX_BODY_BYTES, DEFAULT_QUEUE, HttpSection, Latency, LatencySection, Overflow,
     Profile, ProfileFile, RateLimit, RateLimitSection, UpstreamSpec,
 };
-pub use sut::{AbortSection, Limits, LimitsSection, Placeholder, Sut, SutKind, SutMode, SutSection};
+pub use sut::{AbortSection, Limits, LimitsSection, Placeholder, Sut, SutKind, SutMode, SutSection, fill_for_check};
 pub use timeline::{faults_from_source, load_faults};
 pub use upstreams::{load_profile, profile_from_source};
 
@@ -327,18 +327,8 @@ impl Scenario {
             errors.extend(load::problems(load).located(src, ""));
         }
         if let Some(sut) = &file.sut {
-            errors.extend(sut.problems(&names).located(src, ""));
-            // The check `chaos run` makes before anything starts, found by `chaos validate` too.
-            if let Some(url) = &sut.url {
-                let host = crate::net::url_host(url);
-                if !crate::net::is_loopback_host(host) && !file.allow_remote.iter().any(|h| h == host) {
-                    errors.push(src.invalid(
-                        "sut.url",
-                        format!("`{url}` (host `{host}`, not this machine)"),
-                        format!("a loopback host (127.0.0.1, ::1, localhost), or `{host}` named in `allow_remote` and given to `chaos run --allow-remote {host}`"),
-                    ));
-                }
-            }
+            // `sut.url` passes the check `chaos run` makes before anything starts.
+            errors.extend(sut.problems(&names, &file.allow_remote).located(src, ""));
         }
         errors.extend(sut::limit_problems(&file.limits, &file.abort).located(src, ""));
         let load = file.load.as_ref().map(load::resolve);

@@ -65,8 +65,46 @@ impl<'a> Placeholder<'a> {
     }
 }
 
+/// `text` with its placeholders filled for a check made before the run starts: ports as `1`,
+/// origins as `http://127.0.0.1:1` (the harness fills them with loopback values), the run
+/// folder as `/run.dir` (a path: read as a host, it is not this machine). Unknown ones stay.
+pub fn fill_for_check(text: &str) -> String {
+    let mut out = text.to_string();
+    for (key, placeholder) in Placeholder::scan(text) {
+        let value = match placeholder {
+            Some(Placeholder::SutPort | Placeholder::UpstreamPort(_)) => "1",
+            Some(Placeholder::UpstreamUrl(_) | Placeholder::Upstreams) => "http://127.0.0.1:1",
+            Some(Placeholder::RunDir) => "/run.dir",
+            None => continue,
+        };
+        out = out.replace(&format!("{{{key}}}"), value);
+    }
+    out
+}
+
 /// What placeholders can be, for error messages.
 pub const KNOWN_PLACEHOLDERS: &str = "{upstream.NAME.url}, {upstream.NAME.port}, {upstreams}, {sut.port} or {run.dir}";
+
+/// The check `chaos run` makes on `sut.url` before anything starts ([`crate::net::check_url`],
+/// placeholders filled), found by `chaos validate` too.
+fn url_problem(url: &str, allow_remote: &[String], push: &mut impl FnMut(&str, String, &str)) {
+    let filled = fill_for_check(url);
+    let Err(refused) = crate::net::check_url(&filled, crate::net::UrlShape::Origin, allow_remote) else { return };
+    match refused.rule {
+        crate::net::UrlRule::Remote(host) => push(
+            "url",
+            format!("`{url}` (host `{host}`, not this machine)"),
+            &format!(
+                "a loopback host (127.0.0.1, ::1, localhost), or `{host}` named in `allow_remote` and given to `chaos run --allow-remote {host}`"
+            ),
+        ),
+        rule => push(
+            "url",
+            format!("`{url}`"),
+            &format!("{rule} (an http:// origin, http://HOST[:PORT], e.g. http://127.0.0.1:{{sut.port}})"),
+        ),
+    }
+}
 
 /// Built-in systems under test.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -167,7 +205,9 @@ pub struct Sut {
 }
 
 impl SutSection {
-    pub(crate) fn problems(&self, upstreams: &[&str]) -> Problems {
+    /// What is wrong with `[sut]`; `allow_remote` is the scenario's list of hosts a
+    /// `sut.url` may name besides this machine.
+    pub(crate) fn problems(&self, upstreams: &[&str], allow_remote: &[String]) -> Problems {
         let mut out = Problems::default();
         let mut texts: Vec<(String, &str)> = Vec::new();
         if let Some(c) = &self.command {
@@ -219,10 +259,8 @@ impl SutSection {
         if self.command.is_none() && (!self.env.is_empty() || self.cwd.is_some()) {
             push("env", "env or cwd without command".into(), "env and cwd only with command");
         }
-        if let Some(url) = &self.url
-            && !url.starts_with("http://")
-        {
-            push("url", format!("{url:?}"), "an http:// origin");
+        if let Some(url) = &self.url {
+            url_problem(url, allow_remote, &mut push);
         }
         if let Some(r) = &self.ready
             && !r.starts_with('/')

@@ -28,13 +28,15 @@ pub enum SutError {
         "sut: unknown placeholder {{{0}}} (known: upstream.NAME.url, upstream.NAME.port, upstreams, sut.port, run.dir)"
     )]
     Placeholder(String),
-    /// The target is not on this machine and not allowed.
-    #[error(
-        "sut: {url} is not a loopback address; name its host in the scenario's allow_remote and with --allow-remote"
-    )]
+    /// The target is not on this machine and not allowed, or not a plain origin.
+    #[error("sut: {url}: {}{}", rule.sentence(), if matches!(rule, crate::net::UrlRule::Remote(_)) {
+        "; name the host in the scenario's allow_remote and with --allow-remote"
+    } else { "" })]
     Remote {
         /// The URL.
         url: String,
+        /// What it broke.
+        rule: crate::net::UrlRule,
     },
     /// The gateway policy file is invalid.
     #[error("{0}")]
@@ -136,28 +138,26 @@ impl std::fmt::Debug for RunningSut {
     }
 }
 
-/// Checks that `url`'s host is loopback or allowed.
+/// Checks that `url` is an origin ([`crate::net::check_url`]) on loopback or an allowed host.
 pub fn check_target(url: &str, allow_remote: &[String]) -> Result<(), SutError> {
-    let host = crate::net::url_host(url);
-    if crate::net::is_loopback_host(host) || allow_remote.iter().any(|h| h == host) {
-        Ok(())
-    } else {
-        Err(SutError::Remote { url: url.to_string() })
-    }
+    crate::net::check_url(url, crate::net::UrlShape::Origin, allow_remote)
+        .map(drop)
+        .map_err(|e| SutError::Remote { url: e.url, rule: e.rule })
 }
 
 /// Checks, before anything starts, that a SUT given by URL is loopback or allowed. A URL
-/// with placeholders is checked with them filled in (they only ever name loopback ports).
+/// with placeholders is checked with them filled in as the harness fills them
+/// ([`crate::scenario::fill_for_check`]).
 pub fn precheck(sut: Option<&Sut>, allow_remote: &[String]) -> Result<(), SutError> {
     let url = match sut.map(|s| &s.kind) {
         Some(SutKind::External { url } | SutKind::Command { url, .. }) => url,
         _ => return Ok(()),
     };
-    let mut filled = url.clone();
-    for (key, _) in Placeholder::scan(url) {
-        filled = filled.replace(&format!("{{{key}}}"), "1");
-    }
-    check_target(&filled, allow_remote).map_err(|_| SutError::Remote { url: url.clone() })
+    let filled = crate::scenario::fill_for_check(url);
+    check_target(&filled, allow_remote).map_err(|e| match e {
+        SutError::Remote { rule, .. } => SutError::Remote { url: url.clone(), rule },
+        other => other,
+    })
 }
 
 /// Expands `{…}` placeholders in `text`.

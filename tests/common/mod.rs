@@ -100,3 +100,41 @@ pub async fn token_times(
     }
     Ok(times)
 }
+
+/// Reads one HTTP/1.1 response from `s` (its head, then a `content-length` body), each read
+/// bounded by 20 s: its status and its head, lowercased. `None` when the connection ends, or
+/// nothing comes, before a whole head.
+pub async fn read_response(s: &mut tokio::net::TcpStream) -> Option<(u16, String)> {
+    use tokio::io::AsyncReadExt;
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    let head_end = loop {
+        if let Some(i) = got.windows(4).position(|w| w == b"\r\n\r\n") {
+            break i + 4;
+        }
+        match tokio::time::timeout(Duration::from_secs(20), s.read(&mut buf)).await {
+            Ok(Ok(n)) if n > 0 => got.extend_from_slice(&buf[..n]),
+            _ => return None,
+        }
+    };
+    let head = String::from_utf8_lossy(&got[..head_end]).to_ascii_lowercase();
+    let length: usize =
+        head.lines().find_map(|l| l.strip_prefix("content-length:")).and_then(|v| v.trim().parse().ok()).unwrap_or(0);
+    while got.len() < head_end + length {
+        match tokio::time::timeout(Duration::from_secs(20), s.read(&mut buf)).await {
+            Ok(Ok(n)) if n > 0 => got.extend_from_slice(&buf[..n]),
+            _ => return None,
+        }
+    }
+    let status = head.split(' ').nth(1).and_then(|c| c.parse().ok())?;
+    Some((status, head))
+}
+
+/// Whether the server ended the connection after its last response: `request` sent again on
+/// it meets the end of the stream (or a reset), not an answer (nor silence for 20 s).
+pub async fn closed_after(s: &mut tokio::net::TcpStream, request: &str) -> bool {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let _ = s.write_all(request.as_bytes()).await;
+    let mut buf = [0u8; 256];
+    matches!(tokio::time::timeout(Duration::from_secs(20), s.read(&mut buf)).await, Ok(Ok(0) | Err(_)))
+}

@@ -128,7 +128,13 @@ async fn accept_loop(
                     let _place = permit;
                     let service = service_fn(move |req| {
                         let (live, access, stopped) = (live.clone(), access.clone(), stopped.clone());
-                        async move { Ok::<_, Infallible>(route(&live, &access, stopped, req).await) }
+                        async move {
+                            // A refusal ends its connection: a refused page or event stream
+                            // holds no place under the cap.
+                            let mut reply = route(&live, &access, stopped, req).await;
+                            crate::listen::guard::close_if_refused(&mut reply);
+                            Ok::<_, Infallible>(reply)
+                        }
                     });
                     let _ = http1.serve_connection(TokioIo::new(stream), service).await;
                 });
