@@ -19,7 +19,7 @@ use super::summary::StageSummary;
 use crate::markup::code;
 
 mod objective;
-pub use objective::{duration_words, objective_words, window_words};
+pub use objective::{duration_words, objective_words, share_against, window_words};
 
 /// How much a finding matters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]

@@ -17,6 +17,7 @@ pub mod retry;
 pub mod series;
 pub mod slo;
 pub mod stampede;
+pub mod story;
 pub mod summary;
 pub mod sweep;
 pub mod whatif;
@@ -48,6 +49,7 @@ pub fn analyse(data: &RunData) -> Analysis {
     summary.in_flight =
         in_flight::analyse(&data.attempts, &data.samples, &spans(&summary), summary.load_start_us, &counts);
     summary.findings = findings::findings(&summary);
+    summary.story = story::story(&summary);
     Analysis { summary, series }
 }
 

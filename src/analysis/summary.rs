@@ -372,6 +372,10 @@ pub struct Summary {
     /// The run judged against its objective.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slo: Option<super::slo::SloAnalysis>,
+    /// The ten-second read: what happened, the verdict against the objective, the change
+    /// that matters most (inline markup, names as code spans).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub story: Vec<String>,
 }
 
 /// One line of `observations.ndjson`, on the run's time axis.
@@ -508,6 +512,7 @@ impl Summary {
             observations: Vec::new(),
             objective: id.objective,
             slo: None,
+            story: Vec::new(),
         }
     }
 }

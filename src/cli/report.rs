@@ -23,6 +23,9 @@ pub(super) fn run(args: &Args) -> Result<(), CliError> {
     }
     let finished = crate::experiment::refinish(&folder)?;
     let mut out = String::new();
+    for line in &finished.summary.story {
+        out.push_str(&format!("{}\n", crate::markup::plain(line)));
+    }
     for line in crate::report::headlines(&finished.summary) {
         out.push_str(&format!("- {}\n", crate::markup::plain(&line)));
     }

@@ -323,6 +323,9 @@ pub(super) fn comparison_text(c: &crate::gate::compare::Comparison) -> String {
         c.seed,
         c.time_scale
     );
+    if !c.verdict.is_empty() {
+        out.push_str(&format!("{}\n", plain(&c.verdict.join(" "))));
+    }
     for r in &c.runs {
         let gate = match r.gate_passed {
             None => "no gate".to_string(),
@@ -381,6 +384,7 @@ fn render(s: &Summary, dir: &std::path::Path) -> String {
         RunStatus::Completed => "completed".to_string(),
         RunStatus::Aborted => format!("ABORTED: {}", s.abort_reason.as_deref().unwrap_or("")),
     };
+    let read: String = s.story.iter().map(|l| format!("{}\n", plain(l))).collect();
     let mut headlines: String = crate::report::headlines(s).iter().map(|l| format!("- {}\n", plain(l))).collect();
     if let Some(shard) = &s.generator.shard {
         headlines.insert_str(
@@ -389,7 +393,7 @@ fn render(s: &Summary, dir: &std::path::Path) -> String {
         );
     }
     format!(
-        "{} — {status}, {:.1} s, {} requests, {} upstream attempts\nsut: {}\n{t}\n{headlines}run folder: {}\n",
+        "{} — {status}, {:.1} s, {} requests, {} upstream attempts\nsut: {}\n{read}{t}\n{headlines}run folder: {}\n",
         s.scenario,
         s.duration_s,
         s.totals.requests,

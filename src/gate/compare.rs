@@ -13,8 +13,11 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::{Verdict, Worse, metric, value};
+
+mod objective;
 use crate::analysis::Summary;
 use crate::analysis::findings::Finding;
+pub use objective::TIE;
 
 /// One run in a comparison.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -70,16 +73,26 @@ pub struct Comparison {
     pub rows: Vec<Row>,
     /// What differs between the runs besides their variant (load levels, stages).
     pub notes: Vec<String>,
+    /// The verdict against the scenario's objective: who kept more requests good in each
+    /// phase, at what cost, and over the run (inline markup; empty without `[slo]`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub verdict: Vec<String>,
 }
 
 /// Whole-run metrics compared, in order (rows nobody measured are left out).
-const WHOLE_RUN: [&str; 20] = [
+///
+/// The objective's rows come first: they decide better and worse. `latency.p95_ms` is not here:
+/// as a gate metric over the whole run it is the worst phase's, which the per-phase rows show
+/// under their own names.
+const WHOLE_RUN: [&str; 22] = [
+    "slo.attainment",
+    "slo.budget_burned",
+    "slo.would_page",
     "requests",
     "outcomes.error_rate",
     "outcomes.timeout_rate",
     "outcomes.shed_rate",
     "outcomes.valid_rate",
-    "latency.p95_ms",
     "retry.amplification",
     "retry.amplification.max_window",
     "retry.retry_after_violations",
@@ -96,7 +109,9 @@ const WHOLE_RUN: [&str; 20] = [
     "probe.max_recovering_fraction",
 ];
 /// Per-phase metrics compared for every phase.
-const PER_PHASE: [&str; 6] = [
+const PER_PHASE: [&str; 8] = [
+    "slo.attainment",
+    "slo.budget_burned",
     "outcomes.error_rate",
     "outcomes.timeout_rate",
     "outcomes.shed_rate",
@@ -170,6 +185,7 @@ pub fn compare(runs: &[(String, &Summary, Option<&Verdict>)]) -> Comparison {
         }
     }
     let first = summaries[0];
+    let verdict = objective::verdict(&summaries, &names);
     Comparison {
         scenario: first.scenario.clone(),
         seed: first.seed,
@@ -192,6 +208,7 @@ pub fn compare(runs: &[(String, &Summary, Option<&Verdict>)]) -> Comparison {
             .collect(),
         rows,
         notes: notes(&summaries),
+        verdict,
     }
 }
 
@@ -218,7 +235,8 @@ fn push_row(rows: &mut Vec<Row>, runs: &[&Summary], name: &str, phase: Option<&s
         return;
     }
     let shown = values.iter().map(|v| v.map_or("—".into(), |v| show(name, v))).collect();
-    let change = change(name, values[0], values[values.len() - 1]);
+    let judged = runs[0].objective.is_none() || !name.starts_with("outcomes.");
+    let change = change(name, values[0], values[values.len() - 1], judged);
     rows.push(Row {
         metric: name.into(),
         phase: phase.map(str::to_string),
@@ -233,6 +251,12 @@ pub fn show(metric: &str, v: f64) -> String {
     if v.is_infinite() {
         return "never".into();
     }
+    if metric == "slo.attainment" {
+        return crate::analysis::findings::share_against(v, 1.0);
+    }
+    if metric == "slo.budget_burned" {
+        return format!("{:.2} %", v * 100.0);
+    }
     if metric.ends_with("_rate") || metric.ends_with("_share") {
         let p = v * 100.0;
         return if p != 0.0 && p.abs() < 1.0 { format!("{p:.1} %") } else { format!("{p:.0} %") };
@@ -246,43 +270,58 @@ pub fn show(metric: &str, v: f64) -> String {
     if v.fract() == 0.0 { format!("{v:.0}") } else { format!("{v:.2}") }
 }
 
-/// The last value against the first, and whether that is better or worse.
-fn change(name: &str, first: Option<f64>, last: Option<f64>) -> String {
+/// The last value against the first, and whether that is better or worse. Some rows get no
+/// verdict: `requests` is an input (the same arrivals), `outcomes.shed_rate` is raised on
+/// purpose by a fix that sheds, and with an objective no outcome rate is better or worse on
+/// its own (`judged` false) — the `slo.*` rows say whether users were better off.
+fn change(name: &str, first: Option<f64>, last: Option<f64>, judged: bool) -> String {
     let (Some(a), Some(b)) = (first, last) else { return "—".into() };
-    let rate = name.ends_with("_rate") || name.ends_with("_share");
-    // Differences below what the table shows are no change.
-    if a == b || (rate && ((b - a) * 100.0).abs() < 0.05) || (!rate && a != 0.0 && (b / a - 1.0).abs() < 0.005) {
-        return "same".into();
+    let verdict_free = name == "requests" || name == "outcomes.shed_rate" || !judged;
+    if verdict_free {
+        let delta = change_amount(name, a, b);
+        return match name {
+            _ if delta == "same" => delta,
+            "requests" => format!("{delta} (an input)"),
+            "outcomes.shed_rate" if b > a => format!("{delta} (shed at once, on purpose: judge by `slo.attainment`)"),
+            _ if judged => delta,
+            _ => format!("{delta} (judge by `slo.attainment`)"),
+        };
+    }
+    let amount = change_amount(name, a, b);
+    if amount == "same" {
+        return amount;
     }
     let worse = metric(name).map_or(Worse::Higher, |m| m.worse);
     let better = match worse {
         Worse::Higher => b < a,
         Worse::Lower => b > a,
     };
-    let verdict = if better { "better" } else { "worse" };
+    format!("{amount}, {}", if better { "better" } else { "worse" })
+}
+
+/// How much the last value differs from the first, in the table's units (`same` below what the
+/// table shows).
+fn change_amount(name: &str, a: f64, b: f64) -> String {
+    let rate = name.ends_with("_rate") || name.ends_with("_share") || name.starts_with("slo.");
+    // Differences below what the table shows are no change.
+    if a == b || (rate && ((b - a) * 100.0).abs() < 0.05) || (!rate && a != 0.0 && (b / a - 1.0).abs() < 0.005) {
+        return "same".into();
+    }
     if a.is_infinite() || b.is_infinite() {
-        return format!("{} → {}, {verdict}", show(name, a), show(name, b));
+        return format!("{} → {}", show(name, a), show(name, b));
     }
     if rate {
         let points = (b - a) * 100.0;
-        return if points.abs() < 1.0 {
-            format!("{points:+.1} points, {verdict}")
-        } else {
-            format!("{points:+.0} points, {verdict}")
-        };
+        return if points.abs() < 1.0 { format!("{points:+.1} points") } else { format!("{points:+.0} points") };
     }
     if a == 0.0 {
-        return format!("from 0, {verdict}");
+        return "from 0".into();
     }
     if b == 0.0 {
-        return format!("to 0, {verdict}");
+        return "to 0".into();
     }
     let ratio = b / a;
-    if !(0.5..=2.0).contains(&ratio) {
-        format!("×{ratio:.2}, {verdict}")
-    } else {
-        format!("{:+.0} %, {verdict}", (ratio - 1.0) * 100.0)
-    }
+    if !(0.5..=2.0).contains(&ratio) { format!("×{ratio:.2}") } else { format!("{:+.0} %", (ratio - 1.0) * 100.0) }
 }
 
 /// What differs between the runs besides the system: stages and load levels.
@@ -351,9 +390,24 @@ mod tests {
         let req = c.rows.iter().find(|r| r.metric == "requests").unwrap();
         assert_eq!(req.change, "same");
         assert!(c.rows.iter().all(|r| r.metric != "stampede.max_fanin"), "rows nobody measured are left out");
-        assert_eq!(change("latency.p95_ms", Some(1000.0), Some(9000.0)), "×9.00, worse");
-        assert_eq!(change("recovery.seconds", Some(f64::INFINITY), Some(3.0)), "never → 3 s, better");
-        assert_eq!(change("retry.amplification", Some(1.0), Some(1.2)), "+20 %, worse");
+        assert_eq!(change("latency.p95_ms", Some(1000.0), Some(9000.0), true), "×9.00, worse");
+        assert_eq!(change("recovery.seconds", Some(f64::INFINITY), Some(3.0), true), "never → 3 s, better");
+        assert_eq!(change("retry.amplification", Some(1.0), Some(1.2), true), "+20 %, worse");
+    }
+
+    #[test]
+    fn inputs_and_shedding_are_never_better_or_worse_and_an_objective_decides_outcome_rates() {
+        assert_eq!(change("requests", Some(1000.0), Some(900.0), true), "-10 % (an input)");
+        assert_eq!(
+            change("outcomes.shed_rate", Some(0.0), Some(0.34), true),
+            "+34 points (shed at once, on purpose: judge by `slo.attainment`)"
+        );
+        assert_eq!(
+            change("outcomes.error_rate", Some(0.04), Some(0.17), false),
+            "+13 points (judge by `slo.attainment`)"
+        );
+        assert_eq!(change("slo.attainment", Some(0.382), Some(0.623), true), "+24 points, better");
+        assert_eq!(change("slo.budget_burned", Some(0.02), Some(0.01), true), "-1 points, better");
     }
 
     #[test]

@@ -59,6 +59,9 @@ pub fn document(c: &Comparison, charts: &[String]) -> Doc {
     let mut d = Doc::default();
     let names: Vec<&str> = c.runs.iter().map(|r| r.name.as_str()).collect();
     d.push(Block::Heading(1, format!("chaos: {} — {}", text(&c.scenario), text(&names.join(" vs ")))));
+    if !c.verdict.is_empty() {
+        d.push(Block::Para(c.verdict.join(" ")));
+    }
     d.push(Block::Para(format!(
         "Runs of one scenario with seed {} at time scale {}: the same arrivals and fault decisions, so a difference below is the system's. The change column reads the last run against the first.",
         c.seed, c.time_scale

@@ -321,7 +321,7 @@ mod tests {
         assert!(md.contains("\n\\- 1. \\# > not a list\n"), "{md}");
         assert!(md.contains("- 2\\) also not\n"), "{md}");
         assert!(
-            md.contains("&lt;script>alert(1)&lt;/script> \\[x\\](javascript:alert(1)) !\\[i\\](x.png) &lt;http://e> \\*\\*b\\*\\* \\_e\\_ \\~\\~s\\~\\~ & \\$m\\$ \\\\"),
+            md.contains("&lt;script>alert(1)&lt;/script> \\[x\\](javascript:alert(1)) !\\[i\\](x.png) `<http://e>` \\*\\*b\\*\\* \\_e\\_ \\~\\~s\\~\\~ & \\$m\\$ \\\\"),
             "{md}"
         );
         // In a table cell a pipe inside a code span is escaped too (GFM splits cells first).

@@ -45,6 +45,9 @@ fn title(d: &mut Doc, s: &Summary, verdict: Option<&Verdict>) {
         RunStatus::Aborted => "ABORTED".to_string(),
     };
     d.push(Block::Heading(1, format!("chaos: {} — {status}", text(&s.scenario))));
+    if !s.story.is_empty() {
+        d.push(Block::Para(s.story.join(" ")));
+    }
     if let Some(v) = verdict {
         let failed = v.checks.iter().filter(|c| !c.passed).count();
         d.push(Block::Para(if v.passed {

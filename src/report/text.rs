@@ -5,7 +5,6 @@
 use crate::analysis::{self, RunStatus, Summary};
 use crate::markup::{code, text};
 use crate::record::count_served;
-use crate::scenario::wire_name;
 
 fn share(st: &analysis::StageSummary, outcome: &str) -> f64 {
     if st.requests == 0 { 0.0 } else { st.outcomes.get(outcome).copied().unwrap_or(0) as f64 / st.requests as f64 }
@@ -45,10 +44,13 @@ pub fn amplification_below_one(s: &Summary) -> Option<String> {
 /// terminal show the same columns). Latency percentiles are of valid upstream answers, and
 /// `all p99` of every outcome; a percentile at the client timeout prints as a bound.
 pub fn stage_table(s: &Summary) -> (Vec<String>, Vec<Vec<String>>) {
+    let target = s.objective.map_or(1.0, |o| o.target);
     let rows: Vec<Vec<String>> = s
         .stages
         .iter()
         .map(|st| {
+            // A stage too short to measure shows its count, not rates that one request makes.
+            let rate = |v: f64| if st.measurable { format!("{v:.1}") } else { "—".into() };
             let valid = |f: fn(&analysis::summary::Percentiles) -> f64| {
                 st.latency_valid_ms.as_ref().map_or("—".into(), |p| latency(s, f(p)))
             };
@@ -59,8 +61,13 @@ pub fn stage_table(s: &Summary) -> (Vec<String>, Vec<Vec<String>>) {
                     analysis::summary::Level::Open { rate } => format!("{rate} req/s"),
                 },
                 st.requests.to_string(),
-                format!("{:.1}", st.offered_rps),
-                format!("{:.1}", st.goodput_rps),
+                match (&st.slo, st.measurable) {
+                    (_, false) => "too few".into(),
+                    (Some(a), true) => crate::analysis::findings::share_against(a.attainment, target),
+                    (None, true) => "—".into(),
+                },
+                rate(st.offered_rps),
+                rate(st.goodput_rps),
                 valid(|p| p.p50),
                 valid(|p| p.p95),
                 valid(|p| p.p99),
@@ -74,7 +81,7 @@ pub fn stage_table(s: &Summary) -> (Vec<String>, Vec<Vec<String>>) {
                 pct(st.valid_rate),
                 pct(share(st, "fallback")),
                 st.attempts_per_request.map_or("—".into(), |a| format!("{a:.2}")),
-                wire_name(&st.sustainability),
+                backlog(st.sustainability).into(),
             ]
         })
         .collect();
@@ -82,6 +89,7 @@ pub fn stage_table(s: &Summary) -> (Vec<String>, Vec<Vec<String>>) {
         "stage",
         "load",
         "requests",
+        "good (SLO)",
         "offered/s",
         "goodput/s",
         "valid p50 ms",
@@ -93,12 +101,24 @@ pub fn stage_table(s: &Summary) -> (Vec<String>, Vec<Vec<String>>) {
         "valid",
         "fallback",
         "attempts/req",
-        "steady",
+        "backlog",
     ]
     .iter()
     .map(|h| (*h).to_string())
     .collect();
     (header, rows)
+}
+
+/// What the backlog check found, in words that cannot read as health: it only says whether a
+/// backlog grew, never whether requests were good (the `good (SLO)` column says that).
+fn backlog(s: analysis::summary::Sustainability) -> &'static str {
+    use analysis::summary::Sustainability as S;
+    match s {
+        S::Sustained => "not growing",
+        S::Unsustainable => "growing",
+        S::GeneratorLimited => "generator-limited",
+        S::Empty => "—",
+    }
 }
 
 /// The verdict as a document block (checks table), for report.md and the terminal.

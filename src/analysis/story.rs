@@ -1,0 +1,155 @@
+//! The ten-second read: at most three sentences that open every report and the terminal —
+//! what happened (the fault, when, at what load), the verdict against the objective, and the
+//! one change that matters most with its number. Built from the analysed summary only, so
+//! `report` renders it and never composes it.
+//!
+//! Sentences are the report's inline mini-language ([`crate::markup`]): names are embedded
+//! with [`code`].
+//!
+//! Layer 3: reads the summary; must not depend on `gate`, `report` or `cli`.
+
+use super::Summary;
+use super::findings::{objective_words, share_against, window_words};
+use super::summary::Level;
+use crate::markup::code;
+
+/// The three sentences (fewer when there is nothing to say).
+pub fn story(s: &Summary) -> Vec<String> {
+    let mut out = vec![happened(s)];
+    out.push(verdict(s));
+    if let Some(f) = s.findings.first() {
+        out.push(format!("Change first: {} ({}).", f.change.trim_end_matches('.'), figure(f)));
+    }
+    out
+}
+
+/// The top finding's number, with its metric.
+fn figure(f: &super::findings::Finding) -> String {
+    match f.value {
+        Some(v) if f.metric.ends_with("attainment") || f.metric.ends_with("rate") || f.metric.ends_with("share") => {
+            format!("{} {}", code(&f.metric), pct(v))
+        }
+        Some(v) => format!("{} {}", code(&f.metric), trim(v)),
+        None => format!("{} never", code(&f.metric)),
+    }
+}
+
+/// A share: one decimal, two below 1 % (a budget share is often small and still matters).
+fn pct(v: f64) -> String {
+    let p = v * 100.0;
+    let t = if p.abs() < 1.0 { format!("{p:.2}") } else { format!("{p:.1}") };
+    let t = if t.contains('.') { t.trim_end_matches('0').trim_end_matches('.') } else { &t };
+    format!("{t} %")
+}
+
+fn trim(v: f64) -> String {
+    let t = format!("{v:.2}");
+    t.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+fn level(l: &Level) -> String {
+    match l {
+        Level::Closed { users } => format!("{users} users"),
+        Level::Open { rate } => format!("{} req/s", trim(*rate)),
+    }
+}
+
+/// The fault, when and at what load; or the experiment, when the run is a sweep or a probe.
+fn happened(s: &Summary) -> String {
+    let own: Vec<_> = s.faults.iter().filter(|f| f.group.is_none()).collect();
+    let steps = s.stages.iter().filter(|st| st.kind == "step").count();
+    if own.is_empty() {
+        if steps > 0 {
+            let conditions: Vec<String> = s.conditions.iter().map(|c| code(&c.condition)).collect();
+            return format!(
+                "A capacity sweep of {steps} steps{} over {:.0} s.",
+                if conditions.is_empty() { String::new() } else { format!(" under {}", conditions.join(", ")) },
+                s.duration_s
+            );
+        }
+        let levels: Vec<String> = s.stages.iter().map(|st| level(&st.level)).collect();
+        return format!("No fault: {} stages ({}) over {:.0} s.", s.stages.len(), levels.join(" → "), s.duration_s);
+    }
+    let faults: Vec<String> = own
+        .iter()
+        .map(|f| {
+            let what = match (f.kind.as_str(), f.multiplier) {
+                ("latency", Some(m)) => format!("{} (latency ×{})", code(&f.name), trim(m)),
+                (kind, _) => format!("{} ({})", code(&f.name), crate::markup::text(kind)),
+            };
+            let on = f.upstream.as_ref().map_or(String::new(), |u| format!(" on {}", code(u)));
+            let end = f.end_s.map_or("the end".to_string(), |e| format!("{:.0} s", e));
+            let during: Vec<String> = s
+                .stages
+                .iter()
+                .filter(|st| st.start_s < f.end_s.unwrap_or(f64::MAX) && st.start_s + st.duration_s > f.start_s)
+                .map(|st| level(&st.level))
+                .collect::<std::collections::BTreeSet<_>>()
+                .into_iter()
+                .collect();
+            format!("{what}{on} from {:.0} s to {end} at {}", f.start_s, during.join(" and "))
+        })
+        .collect();
+    format!("Fault {} ({:.0} s run).", faults.join("; then "), s.duration_s)
+}
+
+/// The verdict against the objective, or what is missing without one.
+fn verdict(s: &Summary) -> String {
+    let (Some(run), Some(o)) = (&s.slo, &s.objective) else {
+        let failed = s.totals.requests - crate::record::count_served(&s.totals.outcomes);
+        return format!(
+            "No objective declared, so no verdict: {failed} of {} requests failed; add `[slo]` (latency, target) for attainment, error budget and SLO findings.",
+            s.totals.requests
+        );
+    };
+    let words = format!("{}, target {}", objective_words(s), share_against(o.target, o.target));
+    let worst = s
+        .stages
+        .iter()
+        .filter(|st| st.kind == "phase" && st.group.is_none())
+        .filter_map(|st| st.slo.as_ref().map(|a| (st, a)))
+        .min_by(|a, b| a.1.attainment.total_cmp(&b.1.attainment));
+    let mut line = if run.met {
+        format!("Objective met ({words}): {} of requests good", share_against(run.run.attainment, o.target))
+    } else {
+        format!("Objective missed ({words}): {} of requests good", share_against(run.run.attainment, o.target))
+    };
+    if let Some((st, a)) = worst.filter(|(_, a)| !a.meets(o)) {
+        line.push_str(&format!(", {} in {}", share_against(a.attainment, o.target), code(&st.name)));
+        if let Some((reason, share)) = a.main_reason() {
+            line.push_str(&format!(" (mostly {}: {})", reason_name(reason), pct(share)));
+        }
+    }
+    line.push_str(&format!("; {} of a {} error budget burned", pct(run.run.budget_burned), window_words(o.window_s)));
+    match run.alerts.iter().find_map(|a| a.paged_at_s.map(|t| (a, t))) {
+        Some((a, t)) => line.push_str(&format!(
+            "; the {}/{} burn-rate alert would have paged at {t:.0} s",
+            span(a.long_s),
+            span(a.short_s)
+        )),
+        None => line.push_str("; no burn-rate alert would have paged"),
+    }
+    line.push('.');
+    line
+}
+
+/// An alert window in words: `1 h`, `5 min`.
+fn span(s: f64) -> String {
+    if s >= 3600.0 { format!("{} h", trim(s / 3600.0)) } else { format!("{} min", trim(s / 60.0)) }
+}
+
+fn reason_name(r: &str) -> &str {
+    match r {
+        "too_slow" => "too slow",
+        "rate_limited" => "rate-limited",
+        "connect_error" => "connection errors",
+        "error" => "errors",
+        "timeout" => "timeouts",
+        "invalid" => "broken answers",
+        "fallback" => "fallbacks",
+        other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests;
