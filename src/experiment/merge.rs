@@ -218,7 +218,8 @@ pub fn merge(dirs: &[PathBuf], out: &Path, force: bool) -> Result<Merged, MergeE
         shared_mock: false,
     };
     let summary = base::measured(id, &measured);
-    let finished = finish::finish(&folder, summary, &scenario.gate)?;
+    let plan = crate::analysis::plan::RunPlan::of(&scenario).ok_or_else(|| missing("resolved.json has no [load]"))?;
+    let finished = finish::finish(&folder, summary, &plan, &scenario.gate)?;
     Ok(Merged { dir: folder.dir().to_path_buf(), finished, workers: workers.len() as u32, mocks: mocks.len() })
 }
 
