@@ -21,16 +21,25 @@ use crate::load::Sample;
 /// The low 32 bits of a sharded run's request id: the arrival's (or request's) index in its stage.
 const INDEX_BITS: u64 = 0xFFFF_FFFF;
 
-/// `Ok` when worker `w`'s `shard.json` times and generator counts fit `plan` and its `samples`.
+/// The error naming worker `w`'s `shard.json` and what is wrong with it.
+fn refuse(w: &Shard, what: String) -> MergeError {
+    MergeError::Input { dir: w.dir.clone(), what: format!("shard.json: {what}; not what a worker of this run writes") }
+}
+
+/// `Ok` when worker `w`'s load start and end (`shard.json`) lie within what `plan` lets the
+/// run last; checked before any of its records is read, as they bound the records' times.
+pub(super) fn check_times(w: &Shard, plan: &RunPlan) -> Result<(), MergeError> {
+    match plan.check_times(w.file.t0_us, w.file.load_end_us, ("t0_us", "load_end_us")) {
+        Some(what) => Err(refuse(w, what)),
+        None => Ok(()),
+    }
+}
+
+/// `Ok` when worker `w`'s `shard.json` generator counts fit `plan` and its `samples` (its
+/// times were checked by [`check_times`]).
 pub(super) fn check_shard(w: &Shard, plan: &RunPlan, samples: &[Sample]) -> Result<(), MergeError> {
     let f = &w.file;
-    let bad = |what: String| MergeError::Input {
-        dir: w.dir.clone(),
-        what: format!("shard.json: {what}; not what a worker of this run writes"),
-    };
-    if let Some(what) = plan.check_times(f.t0_us, f.load_end_us, ("t0_us", "load_end_us")) {
-        return Err(bad(what));
-    }
+    let bad = |what: String| refuse(w, what);
     let span_ms = plan.span_us(f.t0_us) as f64 / 1000.0;
     if !(0.0..=span_ms).contains(&f.late_start_ms) {
         return Err(bad(format!("late_start_ms = {:?}: from 0 to the run's span, {span_ms} ms", f.late_start_ms)));

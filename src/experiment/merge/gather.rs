@@ -36,6 +36,10 @@ pub(super) struct Gathered {
 
 /// Reads and checks the records of `workers` and `mocks` (a run of `load`, held to `plan`).
 pub(super) fn gather(workers: &[Shard], mocks: &[Shard], load: &Load, plan: &RunPlan) -> Result<Gathered, MergeError> {
+    // The stated times first: they say which records belong to the run.
+    for w in workers {
+        super::counts::check_times(w, plan)?;
+    }
     for s in workers.iter().chain(mocks) {
         RunFolder::open(&s.dir).trusted()?;
     }
