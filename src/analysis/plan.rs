@@ -164,7 +164,7 @@ impl RunPlan {
             0
         };
         out.extend(self.check_times(s.load_start_us, end_us, ("load_start_us", "load_start_us + duration_s")));
-        if !(s.duration_s >= 0.0) {
+        if s.duration_s.is_nan() || s.duration_s < 0.0 {
             out.push(format!("duration_s = {:?}: a length is 0 or more", s.duration_s));
         }
         out.extend(self.stage_problems(s));
@@ -292,8 +292,8 @@ impl RunPlan {
     }
 }
 
-/// The first [`LISTED`] of `problems`, and how many more there are.
-pub fn listed(problems: &[String]) -> String {
+/// The first five (`LISTED`) of `problems`, and how many more there are.
+fn listed(problems: &[String]) -> String {
     let mut text = problems.iter().take(LISTED).cloned().collect::<Vec<_>>().join("; ");
     if problems.len() > LISTED {
         text.push_str(&format!("; and {} more", problems.len() - LISTED));
