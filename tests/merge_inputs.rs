@@ -111,8 +111,12 @@ fn copy(from: &Path, to: &Path) {
     }
 }
 
+/// `chaos merge` under a 2 GB address-space limit and a 120 s timeout: a forged number that
+/// makes it allocate by what a file says (once 4 GB buffers and a four-billion-entry list)
+/// fails the test at once, as an abort or exit 124, instead of eating the machine.
 fn merge(dirs: &[PathBuf], out: &Path, force: bool) -> Output {
-    let mut c = chaos();
+    let mut c = Command::new("prlimit");
+    c.args(["--as=2000000000", "--", "timeout", "120"]).arg(env!("CARGO_BIN_EXE_chaos")).env("RUST_LOG", "warn");
     c.arg("merge").args(dirs).arg("--out").arg(out);
     if force {
         c.arg("--force");
@@ -121,7 +125,7 @@ fn merge(dirs: &[PathBuf], out: &Path, force: bool) -> Output {
 }
 
 /// Asserts that merging `dirs` into a new `out` exits 2 saying each of `says`, creates no
-/// `out` and leaves every input as it was.
+/// `out` (nor leaves a staging folder beside it) and leaves every input as it was.
 fn refused(dirs: &[PathBuf], out: &Path, says: &[&str], case: &str) {
     let before: Vec<_> = dirs.iter().filter(|d| d.is_dir()).map(|d| snapshot(d)).collect();
     let o = merge(dirs, out, false);
@@ -130,6 +134,11 @@ fn refused(dirs: &[PathBuf], out: &Path, says: &[&str], case: &str) {
         assert!(text(&o).contains(s), "{case}: expected {s:?} in: {}", text(&o));
     }
     assert!(!out.exists(), "{case}: nothing is written to --out");
+    let staged = std::fs::read_dir(out.parent().unwrap())
+        .unwrap()
+        .filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().starts_with(".chaos-merge-"))
+        .count();
+    assert_eq!(staged, 0, "{case}: no staging folder is left beside --out");
     let after: Vec<_> = dirs.iter().filter(|d| d.is_dir()).map(|d| snapshot(d)).collect();
     assert!(before == after, "{case}: the inputs are untouched");
 }
@@ -326,4 +335,206 @@ fn records_stamped_past_the_run_are_refused_with_file_line_and_value() {
         let says = format!("histograms.ndjson: a window at t_s = {seconds} is past the run's end");
         refused(&copies, &root.path().join(format!("out-h{n}")), &["w0", &says], "a histogram window past the run");
     }
+}
+
+/// Rewrites `file` (a JSON document) in `dir` with `f` applied to it.
+fn edit_json(dir: &Path, file: &str, f: impl FnOnce(&mut serde_json::Value)) {
+    let p = dir.join(file);
+    let mut v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+    f(&mut v);
+    std::fs::write(&p, v.to_string()).unwrap();
+}
+
+/// Rewrites the `key` histogram of the stage line in `dir`'s histograms.ndjson with `f`
+/// applied to its serialized bytes.
+fn edit_stage_histogram(dir: &Path, key: &str, f: impl Fn(Vec<u8>) -> Vec<u8>) {
+    use base64::Engine as _;
+    let b64 = base64::engine::general_purpose::STANDARD;
+    edit(dir, "histograms.ndjson", |lines| {
+        let at = lines.iter().position(|l| l.starts_with("{\"stage\"")).expect("a stage line");
+        let mut v: serde_json::Value = serde_json::from_str(&lines[at]).unwrap();
+        let bytes = b64.decode(v["stage"][key].as_str().unwrap()).unwrap();
+        v["stage"][key] = b64.encode(f(bytes)).into();
+        lines[at] = v.to_string();
+    });
+}
+
+/// w1's `shard.json` (its counts) as w0's, so a copy of w1's logs in w0 agrees with it.
+fn shard_as_w0(c: &[PathBuf]) {
+    std::fs::copy(c[2].join("shard.json"), c[1].join("shard.json")).unwrap();
+    edit_json(&c[1], "shard.json", |v| v["shard"]["index"] = 0.into());
+}
+
+/// HDR V2 + DEFLATE bytes with their inner header's payload length set to `len`.
+fn with_payload_len(bytes: Vec<u8>, len: u32) -> Vec<u8> {
+    use std::io::{Read as _, Write as _};
+    let mut inner = Vec::new();
+    flate2::read::ZlibDecoder::new(&bytes[8..]).read_to_end(&mut inner).unwrap();
+    inner[4..8].copy_from_slice(&len.to_be_bytes());
+    let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
+    z.write_all(&inner).unwrap();
+    let z = z.finish().unwrap();
+    let mut out = bytes[..4].to_vec();
+    out.extend((z.len() as u32).to_be_bytes());
+    out.extend(z);
+    out
+}
+
+/// The histogram in `bytes` with 2^62 more values of 1 ms.
+fn with_huge_count(bytes: Vec<u8>) -> Vec<u8> {
+    use hdrhistogram::serialization::Serializer as _;
+    let mut h: hdrhistogram::Histogram<u64> =
+        hdrhistogram::serialization::Deserializer::new().deserialize(&mut std::io::Cursor::new(bytes)).unwrap();
+    h.record_n(1000, 1 << 62).unwrap();
+    let mut out = Vec::new();
+    hdrhistogram::serialization::V2DeflateSerializer::new().serialize(&h, &mut out).unwrap();
+    out
+}
+
+/// Every forgery the security review made of a worker's folder — a load end or a record far
+/// past the plan, a histogram header claiming 4 GB, counts of 2^62, a shard count of
+/// u32::MAX, another worker's samples copied or symlinked in, generator counts of u64::MAX —
+/// is exit 2 naming the folder, the file and the field, in bounded memory (see `merge`),
+/// with no `--out` (nor a staging folder) left behind. Before, these aborted (4 GB, 9 GB, a
+/// four-billion-entry list), panicked after `merged/` was partly written, or merged cleanly
+/// into wrong numbers (A 0.8x where the truth was 1.5x; "18446744073709551615 arrivals missed").
+#[test]
+fn forged_shards_are_refused_naming_them_in_bounded_memory() {
+    let root = tempfile::tempdir().unwrap();
+    let dirs = sharded_run(root.path());
+    // (what, the damage to the copies mock, w0, w1, what the error names)
+    type Forge = fn(&[PathBuf]);
+    let cases: [(&str, Forge, &[&str]); 12] = [
+        (
+            "load_end_us of 1.5e14 in both workers and a sample at 2.9e14",
+            |c| {
+                for w in &c[1..] {
+                    edit_json(w, "shard.json", |v| v["load_end_us"] = 150_000_000_000_000u64.into());
+                }
+                edit(&c[1], "samples.ndjson", |l| {
+                    let last = l.len() - 1;
+                    let mut v: serde_json::Value = serde_json::from_str(&l[last]).unwrap();
+                    v["done_us"] = 290_000_000_000_000u64.into();
+                    l[last] = v.to_string();
+                });
+            },
+            &["w0", "shard.json: load_end_us = 150000000000000: the load ends between its start"],
+        ),
+        (
+            "load_end_us of 3e14 alone",
+            |c| edit_json(&c[2], "shard.json", |v| v["load_end_us"] = 300_000_000_000_000u64.into()),
+            &["w1", "shard.json: load_end_us = 300000000000000"],
+        ),
+        (
+            "a histogram header claiming 0xFFFFFFF0 payload bytes",
+            |c| edit_stage_histogram(&c[1], "latency", |b| with_payload_len(b, 0xFFFF_FFF0)),
+            &["w0", "histograms.ndjson:", "says 4294967280 payload bytes"],
+        ),
+        (
+            "counts of 2^62 in both workers' stage latencies",
+            |c| {
+                for w in &c[1..] {
+                    edit_stage_histogram(w, "latency", with_huge_count);
+                }
+            },
+            &["w0", "histograms.ndjson:", "latency holds 4611686018427387", "requests"],
+        ),
+        (
+            "a shard count of u32::MAX in every shard.json",
+            |c| {
+                for d in c {
+                    edit_json(d, "shard.json", |v| v["shard"]["count"] = u32::MAX.into());
+                }
+            },
+            &["2/4294967295, 3/4294967295", "and 4294967283 more (2 worker folder(s) given)"],
+        ),
+        (
+            "w1's samples, histograms, summary and counts copied into w0",
+            |c| {
+                for f in ["samples.ndjson", "histograms.ndjson", "summary.json"] {
+                    std::fs::copy(c[2].join(f), c[1].join(f)).unwrap();
+                }
+                shard_as_w0(c);
+            },
+            &["w0", "samples.ndjson:1: request id", "is not worker 0/2's"],
+        ),
+        (
+            "w0's samples a symlink to w1's, its histograms and summary copies",
+            |c| {
+                std::fs::remove_file(c[1].join("samples.ndjson")).unwrap();
+                std::os::unix::fs::symlink(c[2].join("samples.ndjson"), c[1].join("samples.ndjson")).unwrap();
+                for f in ["histograms.ndjson", "summary.json"] {
+                    std::fs::copy(c[2].join(f), c[1].join(f)).unwrap();
+                }
+                shard_as_w0(c);
+            },
+            &["w0", "samples.ndjson:1: request id", "is not worker 0/2's"],
+        ),
+        (
+            "users of u64::MAX",
+            |c| edit_json(&c[1], "shard.json", |v| v["users"] = u64::MAX.into()),
+            &["w0", "shard.json: users = 18446744073709551615"],
+        ),
+        (
+            "issued of u64::MAX",
+            |c| edit_json(&c[1], "shard.json", |v| v["issued"] = u64::MAX.into()),
+            &["w0", "shard.json: issued = 18446744073709551615"],
+        ),
+        (
+            "missed of u64::MAX",
+            |c| edit_json(&c[2], "shard.json", |v| v["stages"][0]["missed"] = u64::MAX.into()),
+            &["w1", "shard.json: stages[0] = {arrivals", "missed 18446744073709551615"],
+        ),
+        (
+            "missed arrivals beyond the plan, counted consistently",
+            |c| {
+                edit_json(&c[2], "shard.json", |v| {
+                    v["stages"][0]["missed"] = 1_000_000u64.into();
+                    let arrivals = v["stages"][0]["arrivals"].as_u64().unwrap();
+                    v["stages"][0]["arrivals"] = (arrivals + 1_000_000).into();
+                })
+            },
+            &["w1", "shard.json: stages[0]", "at most 260 (the plan's bound)"],
+        ),
+        (
+            "late_start_ms of 1e308",
+            |c| edit_json(&c[1], "shard.json", |v| v["late_start_ms"] = 1e308.into()),
+            &["w0", "shard.json: late_start_ms = 1e308"],
+        ),
+    ];
+    for (n, (case, forge, says)) in cases.into_iter().enumerate() {
+        let copies: Vec<PathBuf> =
+            dirs.iter().map(|d| root.path().join(format!("f{n}")).join(d.file_name().unwrap())).collect();
+        for (d, c) in dirs.iter().zip(&copies) {
+            copy(d, c);
+        }
+        forge(&copies);
+        refused(&copies, &root.path().join(format!("f{n}")).join("merged"), says, case);
+    }
+}
+
+/// A merge that fails over an earlier merged run (`--force`) leaves that run as it was: the
+/// merged files are written beside `--out` and only replace it once everything is done.
+#[test]
+fn a_failed_merge_with_force_leaves_the_previous_out_as_it_was() {
+    let root = tempfile::tempdir().unwrap();
+    let dirs = sharded_run(root.path());
+    let out = root.path().join("merged");
+    let o = merge(&dirs, &out, false);
+    assert!(o.status.success(), "{}", text(&o));
+    let before = snapshot(&out);
+    let copies: Vec<PathBuf> = dirs.iter().map(|d| root.path().join("bad").join(d.file_name().unwrap())).collect();
+    for (d, c) in dirs.iter().zip(&copies) {
+        copy(d, c);
+    }
+    for w in &copies[1..] {
+        edit_stage_histogram(w, "latency", with_huge_count);
+    }
+    let o = merge(&copies, &out, true);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(snapshot(&out) == before, "the previous merged run is untouched");
+    // And a good merge with --force replaces it.
+    let o = merge(&dirs, &out, true);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(out.join("summary.json").is_file() && out.join("report.md").is_file());
 }

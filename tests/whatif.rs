@@ -187,12 +187,21 @@ fn files(dir: &Path) -> std::collections::BTreeMap<PathBuf, Vec<u8>> {
         .collect()
 }
 
+/// `chaos` under a 2 GB address-space limit and a 120 s timeout: a forged number that makes
+/// it allocate by what a file says (once 9.3 GB for a forged run length) fails the test at
+/// once, as an abort or exit 124, instead of eating the machine.
+fn bounded() -> Command {
+    let mut c = Command::new("prlimit");
+    c.args(["--as=2000000000", "--", "timeout", "120"]).arg(env!("CARGO_BIN_EXE_chaos")).env("RUST_LOG", "warn");
+    c
+}
+
 /// `chaos report` and `chaos whatif` on `run` both exit 2 saying each of `says`, and write
-/// nothing into it.
+/// nothing into it (each in bounded memory and time, see [`bounded`]).
 fn both_refuse(run: &Path, says: &[&str], case: &str) {
     let before = files(run);
     for args in [vec!["report"], vec!["whatif", "--policy", "naive"]] {
-        let o = chaos().args(&args).arg(run).output().unwrap();
+        let o = bounded().args(&args).arg(run).output().unwrap();
         assert_eq!(o.status.code(), Some(2), "{case}: {args:?}: {}", text(&o));
         for s in says {
             assert!(text(&o).contains(s), "{case}: {args:?}: expected {s:?} in {}", text(&o));
@@ -286,5 +295,96 @@ fn records_stamped_past_the_run_are_refused_with_file_line_and_value() {
             let case = format!("{file} {field} = {v}");
             both_refuse(&run, &[&format!("{file}:3: {field} = {v}: past")], &case);
         }
+    }
+}
+
+/// Rewrites `file` (a JSON document) in `dir` with `f` applied to it.
+fn edit_json(dir: &Path, file: &str, f: impl FnOnce(&mut serde_json::Value)) {
+    let p = dir.join(file);
+    let mut v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+    f(&mut v);
+    std::fs::write(&p, v.to_string()).unwrap();
+}
+
+/// Sets `field` of the last line of the NDJSON `file` in `dir` to `value`.
+fn edit_last_line(dir: &Path, file: &str, field: &str, value: serde_json::Value) {
+    let p = dir.join(file);
+    let mut lines: Vec<String> = std::fs::read_to_string(&p).unwrap().lines().map(String::from).collect();
+    let last = lines.len() - 1;
+    let mut line: serde_json::Value = serde_json::from_str(&lines[last]).unwrap();
+    line[field] = value;
+    lines[last] = line.to_string();
+    std::fs::write(&p, lines.join("\n") + "\n").unwrap();
+}
+
+/// A summary.json that states its own run differently from the plan in resolved.json — a
+/// length of 1.5e8 s with a sample or a window that far out (once 9.3 GB, then an abort, and
+/// an abort in the charts after summary.json was rewritten), stage or fault times of 1e300
+/// (once overflow panics, exit 101), generator counts of u64::MAX (once a report saying
+/// "18446744073709551615 arrivals missed") — is refused by report and whatif alike, exit 2,
+/// naming summary.json, the field and what the plan says, with nothing written.
+#[test]
+fn a_summary_that_disagrees_with_its_plan_is_refused_naming_the_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases: [(&str, Damage, &[&str]); 5] = [
+        (
+            "a length of 1.5e8 s and a sample at 2.9e14 µs",
+            |d| {
+                edit_json(d, "summary.json", |v| v["duration_s"] = 1.5e8.into());
+                edit_last_line(d, "samples.ndjson", "done_us", 290_000_000_000_000u64.into());
+            },
+            &["summary.json", "load_start_us + duration_s = 150000000311219: the load ends between its start"],
+        ),
+        (
+            "a length of 1.5e8 s and a window at 2.9e8 s",
+            |d| {
+                edit_json(d, "summary.json", |v| v["duration_s"] = 1.5e8.into());
+                edit_last_line(d, "windows.ndjson", "t_s", 290_000_000u64.into());
+            },
+            &["summary.json", "load_start_us + duration_s = 150000000311219"],
+        ),
+        (
+            "a stage at 1e300 s lasting 1e300 s",
+            |d| {
+                edit_json(d, "summary.json", |v| {
+                    v["stages"][0]["start_s"] = 1e300.into();
+                    v["stages"][0]["duration_s"] = 1e300.into();
+                })
+            },
+            &["summary.json", "stages[0].start_s = 1e300: the plan's stage", "stages[0].duration_s = 1e300"],
+        ),
+        (
+            "a fault from 1e300 s to 1e300 s",
+            |d| {
+                edit_json(d, "summary.json", |v| {
+                    v["faults"][0]["start_s"] = 1e300.into();
+                    v["faults"][0]["end_s"] = 1e300.into();
+                })
+            },
+            &["summary.json", "faults[0].start_s = 1e300: the plan starts `slow-provider` at 7.5", "faults[0].end_s"],
+        ),
+        (
+            "generator counts of u64::MAX and a late start of 1e308 ms",
+            |d| {
+                edit_json(d, "summary.json", |v| {
+                    for f in ["users", "issued", "missed"] {
+                        v["generator"][f] = u64::MAX.into();
+                    }
+                    v["generator"]["late_start_ms"] = 1e308.into();
+                })
+            },
+            &[
+                "summary.json",
+                "generator.users = 18446744073709551615",
+                "generator.issued = 18446744073709551615",
+                "generator.missed = 18446744073709551615",
+                "generator.late_start_ms = 1e308",
+            ],
+        ),
+    ];
+    for (n, (case, damage, says)) in cases.into_iter().enumerate() {
+        let run = example(&dir.path().join(format!("forged-{n}")));
+        damage(&run);
+        both_refuse(&run, says, case);
     }
 }

@@ -2,12 +2,15 @@
 //! generator, as the recorder built them live) plus the client samples, the mock's attempts
 //! and events, and the 1 s windows from the run folder. `chaos run` builds one from its
 //! in-memory base as it ends, `chaos report RUN_DIR` from the saved `summary.json`; both then
-//! go through the same `analyse`, so the numbers are the same live and from saved data.
+//! go through the same `analyse`, so the numbers are the same live and from saved data. Either
+//! way the records are held to the run's plan ([`RunPlan`]), never to a length the folder
+//! states about itself.
 
 use crate::record::{Attempt, Event, EventKind, Sample, WindowSummary};
 use crate::run_folder::{FolderError, RunFile, RunFolder};
 
 use super::Summary;
+use super::plan::RunPlan;
 
 /// Everything a run folder holds that the analysis reads.
 #[derive(Clone, Debug)]
@@ -29,11 +32,12 @@ pub struct RunData {
 }
 
 impl RunData {
-    /// The records of `folder` with the measured summary `base`. Missing logs are empty (an
-    /// aborted run may not have them). A record whose times lie past the run `base` describes
-    /// (see [`crate::run_folder::run_horizon`]) is refused, naming its file and line.
-    pub fn with_base(folder: &RunFolder, base: Summary) -> Result<Self, FolderError> {
-        let folder = &folder.clone().within(horizon(folder, &base)?);
+    /// The records of `folder` with the measured summary `base` of a run of `plan`. Missing
+    /// logs are empty (an aborted run may not have them). A record whose times lie past what
+    /// the plan lets the run last (see [`RunPlan::horizon_us`]) is refused, naming its file
+    /// and line.
+    pub fn with_base(folder: &RunFolder, base: Summary, plan: &RunPlan) -> Result<Self, FolderError> {
+        let folder = &folder.clone().within(plan.horizon_us(base.load_start_us));
         Ok(Self {
             summary: base,
             samples: folder.samples()?,
@@ -46,33 +50,18 @@ impl RunData {
     }
 
     /// Reads a saved folder: the measured summary from its `summary.json` (an error when it is
-    /// missing or unreadable) and its records.
+    /// missing or unreadable), held to the plan in its `resolved.json` (its length, stage and
+    /// fault times and generator counts; an error naming the field when they disagree), and
+    /// its records.
     pub fn load(folder: &RunFolder) -> Result<Self, FolderError> {
-        Self::with_base(folder, folder.summary::<Summary>()?)
+        let summary = folder.summary::<Summary>()?;
+        let plan = RunPlan::read(folder)?;
+        plan.check_summary(folder, &summary)?;
+        Self::with_base(folder, summary, &plan)
     }
 
     /// The instants of every correlated TTL expiry, µs on the run clock.
     pub fn expiries(&self) -> Vec<u64> {
         self.events.iter().filter(|e| e.kind == EventKind::TtlExpiry).map(|e| e.t_us).collect()
     }
-}
-
-/// The latest time a record of the run `base` describes may carry; a summary whose own load
-/// start or length lies past any run is refused (it would widen the horizon to match).
-fn horizon(folder: &RunFolder, base: &Summary) -> Result<u64, FolderError> {
-    let max = crate::run_folder::MAX_RECORD_US;
-    let duration_us = base.duration_s * 1e6;
-    if base.load_start_us > max || !(0.0..=max as f64).contains(&duration_us) {
-        return Err(FolderError::Format {
-            path: folder.path(RunFile::Summary),
-            line: 1,
-            message: format!(
-                "load_start_us = {}, duration_s = {}: past any run (at most 10 years); not a summary chaos writes",
-                base.load_start_us, base.duration_s
-            ),
-        });
-    }
-    // `duration_s` is rounded to the ms: a record at the very end stays inside.
-    let end = base.load_start_us.saturating_add(duration_us.ceil() as u64 + 1_000);
-    Ok(crate::run_folder::run_horizon(base.load_start_us, end))
 }

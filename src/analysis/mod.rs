@@ -11,6 +11,7 @@ pub mod capacity;
 pub mod data;
 pub mod findings;
 pub mod in_flight;
+pub mod plan;
 pub mod recorder;
 pub mod recovery;
 pub mod retry;
@@ -136,9 +137,10 @@ pub fn run_recovery(s: &Summary, samples: &[crate::record::Sample]) -> Vec<recov
         .unwrap_or_default()
 }
 
-/// The measured part of each stage (after its warm-up), µs on the run clock.
+/// The measured part of each stage (after its warm-up), µs on the run clock. Saturating: the
+/// times come from a file (its reader holds them to the plan, and this never overflows).
 pub fn spans(s: &Summary) -> Vec<retry::Span> {
-    let us = |secs: f64| s.load_start_us + (secs * 1e6).round() as u64;
+    let us = |secs: f64| s.load_start_us.saturating_add((secs * 1e6).round() as u64);
     s.stages
         .iter()
         .map(|st| retry::Span {

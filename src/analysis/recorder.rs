@@ -128,6 +128,11 @@ impl StageRecord {
 
 pub use crate::record::{WindowLatency, WindowSummary};
 
+mod check;
+mod wire;
+
+pub use check::check_stages;
+
 #[derive(Clone, Debug)]
 struct Window {
     latency: Histogram<u64>,
@@ -352,19 +357,28 @@ fn pack(h: &Histogram<u64>) -> String {
 #[error("a serialized histogram is unreadable: {0}")]
 pub struct UnpackError(String);
 
+/// A histogram from `pack`'s text, checked ([`wire`]) before it is read: a forged header can
+/// make it neither allocate nor claim bounds other than the recorder's.
 fn unpack(text: &str, sigfig: u8) -> Result<Histogram<u64>, UnpackError> {
     use base64::Engine as _;
     let bytes = base64::engine::general_purpose::STANDARD.decode(text).map_err(|e| UnpackError(e.to_string()))?;
     if bytes.is_empty() {
         return Ok(histogram(sigfig));
     }
-    let read: Histogram<u64> = hdrhistogram::serialization::Deserializer::new()
-        .deserialize(&mut std::io::Cursor::new(bytes))
-        .map_err(|e| UnpackError(format!("{e:?}")))?;
-    // Into our bounds and precision, so it adds to the others exactly.
+    let read = wire::read(&wire::inflate(&bytes, sigfig)?)?;
+    // Into our bounds and precision (the same: checked), so it adds to the others exactly.
     let mut h = histogram(sigfig);
     h.add(&read).map_err(|e| UnpackError(format!("{e:?}")))?;
     Ok(h)
+}
+
+/// `Ok` when histogram `name` holds at most `most` values (its record says how many requests
+/// it counted: a histogram cannot hold more).
+fn at_most(h: &Histogram<u64>, name: &str, most: u64) -> Result<(), UnpackError> {
+    if h.len() > most {
+        return Err(UnpackError(format!("{name} holds {} values, but the line counts {most} requests", h.len())));
+    }
+    Ok(())
 }
 
 fn add(into: &mut Histogram<u64>, from: &Histogram<u64>) {
@@ -395,13 +409,30 @@ impl WindowHistograms {
         Self { t_s, latency: pack(&w.latency), valid: pack(&w.valid), ttft: pack(&w.ttft), outcomes: w.outcomes }
     }
 
+    /// The window, its histograms read back and held to its counts: one latency per request,
+    /// at most one valid latency and one first token each.
     fn window(&self) -> Result<Window, UnpackError> {
-        Ok(Window {
+        let w = Window {
             latency: unpack(&self.latency, 2)?,
             valid: unpack(&self.valid, 2)?,
             ttft: unpack(&self.ttft, 2)?,
             outcomes: self.outcomes,
-        })
+        };
+        let total = self.outcomes.total();
+        if w.latency.len() != total {
+            return Err(UnpackError(format!(
+                "latency holds {} values, but the line counts {total} requests",
+                w.latency.len()
+            )));
+        }
+        at_most(&w.valid, "valid", total)?;
+        at_most(&w.ttft, "ttft", total)?;
+        Ok(w)
+    }
+
+    /// `Ok` when the line's histograms read back and agree with its counts.
+    pub fn check(&self) -> Result<(), UnpackError> {
+        self.window().map(|_| ())
     }
 }
 
@@ -496,7 +527,28 @@ impl StageRecord {
         }))
     }
 
-    fn deserialized(h: &StageHistograms) -> Result<Self, UnpackError> {
+    /// The record a stage line holds, its histograms read back and held to its counts: one
+    /// latency, lag and first token (at most) per request counted.
+    pub fn deserialized(h: &StageHistograms) -> Result<Self, UnpackError> {
+        let r = Self::read(h)?;
+        let total = r.outcomes.total();
+        if r.latency.len() != total {
+            return Err(UnpackError(format!(
+                "latency holds {} values, but the line counts {total} requests",
+                r.latency.len()
+            )));
+        }
+        for (name, x) in [("latency_valid", &r.latency_valid), ("ttft", &r.ttft), ("lag", &r.lag)] {
+            at_most(x, name, total)?;
+        }
+        for (name, x) in [("lag_thirds", &r.lag_thirds), ("latency_thirds", &r.latency_thirds)] {
+            at_most(&x[0], name, total)?;
+            at_most(&x[1], name, total.saturating_sub(x[0].len()))?;
+        }
+        Ok(r)
+    }
+
+    fn read(h: &StageHistograms) -> Result<Self, UnpackError> {
         Ok(Self {
             latency: unpack(&h.latency, 3)?,
             latency_valid: unpack(&h.latency_valid, 3)?,

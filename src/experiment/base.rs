@@ -4,7 +4,6 @@
 
 use std::time::{Duration, SystemTime};
 
-use crate::analysis::recovery::FaultWindow;
 use crate::analysis::summary::{GeneratorSummary, RunIdentity, Totals, outcome_map, stage_summary};
 use crate::analysis::{OutcomeCounts, RunStatus, StageRecord, Summary};
 use crate::load::LoadReport;
@@ -24,26 +23,13 @@ pub fn identity(scenario: &Scenario, run_id: &str, started_at: SystemTime, targe
         sut: sut.to_string(),
         client_timeout_ms: scenario.load.as_ref().map(|l| l.timeout.as_std().as_secs_f64() * 1000.0),
         upstreams: scenario.upstreams.iter().map(|u| u.name.clone()).collect(),
-        faults: fault_windows(scenario),
+        faults: crate::analysis::plan::fault_windows(scenario),
         declared_max_retries: crate::sut::declared_max_retries(scenario.sut.as_ref()),
         variant: scenario.variant.clone(),
         declared: declared_limits(scenario),
-        plan: plan_settings(scenario),
+        plan: crate::analysis::plan::plan_settings(scenario),
         objective: scenario.slo,
     }
-}
-
-/// What the verification and probe verdicts need from the scenario.
-fn plan_settings(scenario: &Scenario) -> Option<crate::analysis::capacity::PlanSettings> {
-    let load = scenario.load.as_ref()?;
-    if load.verify.is_none() && load.probe.is_none() {
-        return None;
-    }
-    Some(crate::analysis::capacity::PlanSettings {
-        verify_within_s: load.verify.as_ref().map(|v| v.within.as_std().as_secs_f64()),
-        probe_within_s: load.probe.as_ref().map(|p| p.within.as_std().as_secs_f64()),
-        probe_knee_rps: load.probe.as_ref().and_then(|p| p.knee_rps),
-    })
 }
 
 /// The limits the SUT's policy and the mock profiles declare.
@@ -163,28 +149,4 @@ pub fn measured(id: RunIdentity, m: &Measured<'_>) -> Summary {
         },
         ..Summary::empty(id)
     }
-}
-
-/// The scenario's fault windows, seconds from the load start.
-fn fault_windows(scenario: &Scenario) -> Vec<FaultWindow> {
-    scenario
-        .faults
-        .iter()
-        .map(|f| {
-            let env = f.fault.envelope();
-            let start = env.start.unwrap_or_default();
-            FaultWindow {
-                name: f.name.clone(),
-                kind: f.fault.kind().to_string(),
-                start_s: start.as_std().as_secs_f64(),
-                end_s: env.duration.map(|d| (start + d).as_std().as_secs_f64()),
-                upstream: env.matches.upstream.clone(),
-                multiplier: match &f.fault {
-                    crate::faults::Fault::Latency(l) => l.multiplier,
-                    _ => None,
-                },
-                group: f.group.clone(),
-            }
-        })
-        .collect()
 }

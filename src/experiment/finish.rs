@@ -3,6 +3,7 @@
 //! live; `chaos report` calls [`refinish`] on a saved folder; `chaos check` uses
 //! [`gate_checks`] and the gate alone. `summary.json` is written once, by the render stage.
 
+use crate::analysis::plan::RunPlan;
 use crate::analysis::{self, RunData, Summary};
 use crate::gate::compare::Comparison;
 use crate::gate::{self, GateCheck, Verdict};
@@ -18,10 +19,15 @@ pub struct Finished {
     pub verdict: Option<Verdict>,
 }
 
-/// Analyses the records in `folder` on top of the measured `base`, judges the result by
-/// `checks` and writes every output file.
-pub fn finish(folder: &RunFolder, base: Summary, checks: &[GateCheck]) -> Result<Finished, ReportError> {
-    let data = RunData::with_base(folder, base).map_err(ReportError::Read)?;
+/// Analyses the records in `folder` on top of the measured `base` of a run of `plan` (which
+/// bounds the records' times), judges the result by `checks` and writes every output file.
+pub fn finish(
+    folder: &RunFolder,
+    base: Summary,
+    plan: &RunPlan,
+    checks: &[GateCheck],
+) -> Result<Finished, ReportError> {
+    let data = RunData::with_base(folder, base, plan).map_err(ReportError::Read)?;
     finish_data(folder, &data, checks)
 }
 

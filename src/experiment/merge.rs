@@ -13,8 +13,10 @@
 //! (analyse → gate → render).
 //!
 //! Nothing is written to `--out` until every input has passed every check (`inputs`,
-//! `gather`): a wrong input is a usage error (exit 2) naming its folder, its file and what
-//! was expected, and the inputs are never written to.
+//! `gather`, `counts`: against each other and against the run's plan, never against a length
+//! a folder states): a wrong input is a usage error (exit 2) naming its folder, its file and
+//! what was expected, and the inputs are never written to. The merged run is written beside
+//! `--out` and renamed to it once finished (`output`), so a merge that fails leaves no half.
 //!
 //! Layer 6 (it runs the finish pipeline); the reading is `run_folder`'s, the merging of
 //! histograms `analysis::recorder`'s.
@@ -23,13 +25,16 @@ use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use super::{base, finish};
+use crate::analysis::plan::RunPlan;
 use crate::load::{LoadReport, StageSchedule};
 use crate::record::{ShardFile, ShardRole};
 use crate::run_folder::{FolderError, RunFile, RunFolder};
 use crate::scenario::Scenario;
 
+mod counts;
 mod gather;
 mod inputs;
+mod output;
 
 /// Why shard folders could not be merged.
 #[derive(Debug, thiserror::Error)]
@@ -176,6 +181,7 @@ pub fn wait_for(dirs: &[PathBuf], wait: std::time::Duration) {
 pub fn merge(dirs: &[PathBuf], out: &Path, force: bool) -> Result<Merged, MergeError> {
     let canonical = inputs::resolve(dirs)?;
     inputs::check_out(out, dirs, &canonical)?;
+    output::precheck(out, force)?;
     let (workers, mocks) = inputs::shards(dirs)?;
     let first = RunFolder::open(&workers[0].dir);
     let missing = |what: &str| MergeError::Input { dir: workers[0].dir.clone(), what: what.into() };
@@ -183,11 +189,15 @@ pub fn merge(dirs: &[PathBuf], out: &Path, force: bool) -> Result<Merged, MergeE
         first.read_json(RunFile::Resolved)?.ok_or_else(|| missing("resolved.json is missing (a worker writes it)"))?;
     scenario.text = std::fs::read_to_string(first.path(RunFile::ScenarioText)).unwrap_or_default();
     let load = scenario.load.clone().ok_or_else(|| missing("resolved.json has no [load]"))?;
+    // The plan, not any shard's stated end, bounds the records and the counts.
+    let plan = RunPlan::of(&scenario).ok_or_else(|| missing("resolved.json has no [load]"))?;
+    let g = gather::gather(&workers, &mocks, &load, &plan)?;
     let t0_us = workers[0].file.t0_us;
     let load_end_us = workers.iter().map(|w| w.file.load_end_us).max().unwrap_or(0);
-    let g = gather::gather(&workers, &mocks, load.stages.len(), crate::run_folder::run_horizon(t0_us, load_end_us))?;
 
-    let folder = RunFolder::create(Some(out), Path::new("."), &scenario.name, "merged", force)?;
+    // Written beside --out and renamed to it at the end: a merge that fails leaves no half.
+    let staging = output::Staging::new(out, force)?;
+    let folder = staging.folder();
     folder.write(RunFile::ScenarioText, scenario.text.as_bytes()).map_err(MergeError::Write)?;
     folder.write_json(RunFile::Resolved, &scenario).map_err(MergeError::Write)?;
     append_all(&folder, RunFile::Samples, &g.samples).map_err(MergeError::Write)?;
@@ -218,8 +228,9 @@ pub fn merge(dirs: &[PathBuf], out: &Path, force: bool) -> Result<Merged, MergeE
         shared_mock: false,
     };
     let summary = base::measured(id, &measured);
-    let finished = finish::finish(&folder, summary, &scenario.gate)?;
-    Ok(Merged { dir: folder.dir().to_path_buf(), finished, workers: workers.len() as u32, mocks: mocks.len() })
+    let finished = finish::finish(&folder, summary, &plan, &scenario.gate)?;
+    staging.commit()?;
+    Ok(Merged { dir: out.to_path_buf(), finished, workers: workers.len() as u32, mocks: mocks.len() })
 }
 
 /// The generators' counts, summed over the workers.

@@ -457,7 +457,12 @@ pub async fn run(scenario: &Scenario, options: &RunOptions, stopper: Stopper) ->
     // A worker's numbers are its share: the gate judges the merged run (`chaos merge`), and a
     // worker whose share "failed" it must not fail its pod (the Job would run it again, late).
     let checks = if options.worker.is_some() { &[][..] } else { &scenario.gate[..] };
-    let finished = match finish(&folder, base.clone(), checks) {
+    // The records are held to the plan as it ran (its laid-out stages included).
+    let done = match crate::analysis::plan::RunPlan::of(&ran) {
+        Some(plan) => finish(&folder, base.clone(), &plan, checks).map_err(|e| e.to_string()),
+        None => Err("the scenario has no [load]".to_string()),
+    };
+    let finished = match done {
         Ok(f) => f,
         Err(e) => {
             // The measured numbers still reach the folder; the analysis sections stay empty.

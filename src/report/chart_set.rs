@@ -5,12 +5,19 @@ use super::charts::{BarChart, Chart, GridChart, Line, LineChart, Marker};
 use crate::analysis::{self, Series, Summary};
 use crate::record::Outcome;
 
-/// The fault windows a time chart shades (a TTL expiry instant is a marker, not a window).
+/// The fault windows a time chart shades (a TTL expiry instant is a marker, not a window),
+/// within the load: a window the plan placed after the run stopped (a fault at 1 year in a run
+/// aborted after a second) is an empty window at its end, not a rectangle a million widths
+/// off the chart, whose pixel coordinates would overflow.
 pub(super) fn shaded(s: &Summary) -> Vec<(f64, f64, String)> {
+    let end = s.duration_s.max(0.0);
     s.faults
         .iter()
         .filter(|f| f.kind != "ttl_expiry" || f.end_s.is_some())
-        .map(|f| (f.start_s, f.end_s.unwrap_or(s.duration_s).min(s.duration_s.max(f.start_s)), f.name.clone()))
+        .map(|f| {
+            let start = f.start_s.clamp(0.0, end);
+            (start, f.end_s.unwrap_or(end).clamp(start, end), f.name.clone())
+        })
         .collect()
 }
 
@@ -472,5 +479,38 @@ mod tests {
         let Chart::Lines(outcomes) = &charts[1].1 else { panic!("outcomes second") };
         assert_eq!(outcomes.lines[0].points.len(), 5, "seconds 0..=4, the empty ones as zero");
         assert_eq!(outcomes.lines[0].points[1], (1.5, 0.0));
+    }
+
+    /// A fault the plan placed far past where the run stopped (here at 10 years, the longest a
+    /// scenario may say) is drawn as an empty window at the load's end: every chart is drawn,
+    /// where its rectangle once overflowed the chart's pixel arithmetic.
+    #[test]
+    fn a_fault_window_far_past_the_run_is_kept_within_the_chart() {
+        let mut s: Summary =
+            serde_json::from_str(include_str!("../../tests/fixtures/slow-upstream-summary.json")).unwrap();
+        let far = crate::duration::MAX_DURATION.as_secs_f64();
+        s.faults.push(crate::analysis::recovery::FaultWindow {
+            name: "later".into(),
+            kind: "latency".into(),
+            start_s: far,
+            end_s: Some(far + 1.0),
+            upstream: None,
+            multiplier: None,
+            group: None,
+        });
+        let shade = shaded(&s);
+        assert!(shade.iter().all(|(a, b, _)| 0.0 <= *a && a <= b && *b <= s.duration_s), "{shade:?}");
+        assert_eq!(shade.last().map(|w| (w.0, w.1)), Some((s.duration_s, s.duration_s)));
+        let series = Series {
+            latency_width_s: 1,
+            latency: vec![(0.0, [1.0, 2.0, 3.0])],
+            amplification: vec![(0.0, 1.0)],
+            in_flight: vec![1, 2],
+            ..Series::default()
+        };
+        let dir = tempfile::tempdir().unwrap();
+        for (name, chart) in charts_for(&series, &s) {
+            super::super::charts::write(&chart, dir.path(), &name).unwrap();
+        }
     }
 }

@@ -93,6 +93,13 @@ pub(super) fn shards(dirs: &[PathBuf]) -> Result<(Vec<Shard>, Vec<Shard>), Merge
         shards.into_iter().partition(|s| s.file.role == ShardRole::Worker);
     let first = workers.first().ok_or(MergeError::NoWorker)?.file.clone();
     for s in workers.iter().chain(&mocks) {
+        let sh = s.file.shard;
+        if sh.count == 0 || (s.file.role == ShardRole::Worker && sh.index >= sh.count) {
+            return Err(MergeError::Foreign {
+                dir: s.dir.clone(),
+                what: format!("shard.json: shard {sh}: expected I/N with 0 ≤ I < N, as `--worker I/N` gives"),
+            });
+        }
         let what = differences(&s.file, &first);
         if !what.is_empty() {
             return Err(MergeError::Foreign {
@@ -111,17 +118,40 @@ pub(super) fn shards(dirs: &[PathBuf]) -> Result<(Vec<Shard>, Vec<Shard>), Merge
             });
         }
     }
-    let n = first.shard.count;
-    let missing: Vec<String> =
-        (0..n).filter(|i| !workers.iter().any(|s| s.file.shard.index == *i)).map(|i| format!("{i}/{n}")).collect();
-    if !missing.is_empty() {
-        return Err(MergeError::Missing { missing: missing.join(", "), count: n });
-    }
+    missing(&workers, first.shard.count)?;
     if let Some(s) = workers.iter().find(|s| !s.file.finished) {
         return Err(MergeError::Unfinished { dir: s.dir.clone(), shard: s.file.shard.to_string() });
     }
     check_mocks(&workers, &mocks)?;
     Ok((workers, mocks))
+}
+
+/// Most missing shards one refusal names (a forged count of 4,294,967,295 once built a list
+/// of four billion).
+const NAMED: u32 = 10;
+
+/// `Ok` when `workers` (sorted by index, no index twice, each below `n`) are all `n` shards;
+/// else the first [`NAMED`] missing ones and how many more.
+fn missing(workers: &[Shard], n: u32) -> Result<(), MergeError> {
+    let given = workers.len() as u32;
+    if given >= n {
+        return Ok(());
+    }
+    let mut named: Vec<String> = Vec::new();
+    let mut i = 0u32;
+    while named.len() < NAMED as usize && i < n {
+        if !workers.iter().any(|s| s.file.shard.index == i) {
+            named.push(format!("{i}/{n}"));
+        }
+        i += 1;
+    }
+    let more = (n - given).saturating_sub(named.len() as u32);
+    let missing = if more > 0 {
+        format!("{}, and {more} more ({given} worker folder(s) given)", named.join(", "))
+    } else {
+        named.join(", ")
+    };
+    Err(MergeError::Missing { missing, count: n })
 }
 
 /// How `f` differs from the first worker's `first`, if it does.
@@ -136,6 +166,7 @@ fn differences(f: &ShardFile, first: &ShardFile) -> Vec<String> {
         (f.seed != first.seed).then(|| format!("seed {} vs {}", f.seed, first.seed)),
         (f.shard.count != first.shard.count).then(|| format!("{} workers vs {}", f.shard.count, first.shard.count)),
         (f.start_at != first.start_at).then(|| format!("start {} vs {}", f.start_at, first.start_at)),
+        (f.t0_us != first.t0_us).then(|| format!("load start t0_us {} vs {}", f.t0_us, first.t0_us)),
     ]
     .into_iter()
     .flatten()
