@@ -306,6 +306,12 @@ impl Scenario {
         }
         if let Some(sut) = &file.sut {
             errors.extend(sut.problems(&names).located(src, ""));
+            // A policy file is checked where a profile is, before anything reads it.
+            if let Some(policy) = sut.policy.as_deref().filter(|p| !matches!(*p, "naive" | "hardened"))
+                && let Err(e) = src.referenced("sut.policy", policy, "gateway policy file")
+            {
+                errors.push(e);
+            }
             // The check `chaos run` makes before anything starts, found by `chaos validate` too.
             if let Some(url) = &sut.url {
                 let host = crate::net::url_host(url);
