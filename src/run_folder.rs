@@ -7,7 +7,7 @@
 //! (the summary, the resolved scenario) are read and written through generic `serde` methods,
 //! so this module never depends on `analysis`, `gate` or `scenario`.
 
-use std::io::{BufRead, Seek, Write};
+use std::io::{Seek, Write};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
@@ -16,9 +16,11 @@ use serde::de::DeserializeOwned;
 
 use crate::record::{Attempt, Event, Sample, Stamped, WindowSummary};
 
+mod files;
 mod horizon;
 mod integrity;
 
+pub use files::{out_overlap, write_atomic};
 pub use integrity::Damaged;
 
 /// The files of a run folder.
@@ -181,6 +183,10 @@ pub fn run_horizon(load_start_us: u64, load_end_us: u64) -> u64 {
     load_end_us.saturating_add(span).saturating_add(HORIZON_MARGIN_US).min(MAX_RECORD_US)
 }
 
+/// The logs a command SUT's output goes to (written by `sut`, named here so `--force` clears
+/// them with the run's other files).
+const SUT_LOGS: [&str; 2] = ["sut.stdout.log", "sut.stderr.log"];
+
 /// A run id from the wall clock, e.g. `20261129T201530Z`.
 pub fn run_id(at: SystemTime) -> String {
     humantime::format_rfc3339_seconds(at).to_string().replace(['-', ':'], "")
@@ -261,18 +267,23 @@ impl RunFolder {
         Self::create_under(root, scenario, id).map_err(|source| CreateError::Io { path: root.to_path_buf(), source })
     }
 
-    /// Removes the files a run writes (and its charts), leaving anything else alone.
+    /// Removes the files a run writes (its SUT's logs and its charts included), leaving
+    /// anything else alone. An entry is removed as it is, never followed: a symlink planted at
+    /// one of the names goes, and what it points to stays.
     fn clear(&self) -> std::io::Result<()> {
-        for f in RunFile::ALL {
-            match std::fs::remove_file(self.path(f)) {
+        let names = RunFile::ALL.iter().map(|f| f.name()).chain(SUT_LOGS).chain(["charts"]);
+        for path in names.map(|n| self.dir.join(n)) {
+            let removed = match std::fs::symlink_metadata(&path) {
+                Ok(m) if m.is_dir() => std::fs::remove_dir_all(&path),
+                Ok(_) => std::fs::remove_file(&path),
+                Err(e) => Err(e),
+            };
+            match removed {
                 Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
                 _ => {}
             }
         }
-        match std::fs::remove_dir_all(self.charts_dir()) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
-            _ => Ok(()),
-        }
+        Ok(())
     }
 
     fn create_under(root: &Path, scenario: &str, id: &str) -> std::io::Result<Self> {
@@ -334,7 +345,7 @@ impl RunFolder {
 
     fn stamped<T: DeserializeOwned + Stamped>(&self, file: RunFile) -> Result<Vec<T>, FolderError> {
         let horizon = self.horizon_us;
-        read_ndjson_checked(&self.path(file), |r: &T| horizon::check(r, horizon))
+        files::read_ndjson_checked(&self.path(file), |r: &T| horizon::check(r, horizon))
     }
 
     /// `shard.json`, when the folder is one share of a sharded run.
@@ -346,22 +357,6 @@ impl RunFolder {
     /// order; empty when the file does not exist.
     pub fn lines<T: DeserializeOwned>(&self, file: RunFile) -> Result<Vec<T>, FolderError> {
         read_ndjson(&self.path(file))
-    }
-
-    /// A whole-file JSON document (`summary.json`, `resolved.json`) as `T`; `None` when the
-    /// file does not exist.
-    pub fn read_json<T: DeserializeOwned>(&self, file: RunFile) -> Result<Option<T>, FolderError> {
-        let path = self.path(file);
-        let text = match std::fs::read_to_string(&path) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(source) => return Err(FolderError::Io { path, source }),
-        };
-        serde_json::from_str(&text).map(Some).map_err(|e| FolderError::Format {
-            path,
-            line: e.line(),
-            message: e.to_string(),
-        })
     }
 
     /// Writes `bytes` as `file`, atomically.
@@ -412,9 +407,11 @@ pub struct NdjsonAppender {
 }
 
 impl NdjsonAppender {
-    /// A new (truncated) NDJSON file at `path`.
+    /// A new (truncated) NDJSON file at `path`. What is there must be a regular file (or
+    /// nothing): a symlink, a FIFO, a device or a hard link is refused, naming the file, and
+    /// left as it is.
     pub fn create(path: &Path) -> std::io::Result<Self> {
-        let file = std::fs::File::create(path).map_err(|e| named(path, &e))?;
+        let file = files::create_log(path).map_err(|e| named(path, &e))?;
         Ok(Self {
             file,
             path: path.to_path_buf(),
@@ -508,61 +505,9 @@ impl Drop for NdjsonAppender {
     }
 }
 
-/// Writes `bytes` to `path` atomically.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let tmp = path.with_extension(format!("{}.tmp", path.extension().and_then(|e| e.to_str()).unwrap_or("part")));
-    let written = std::fs::File::create(&tmp).and_then(|mut f| {
-        f.write_all(bytes)?;
-        f.sync_all()
-    });
-    match written.and_then(|()| std::fs::rename(&tmp, path)) {
-        Ok(()) => Ok(()),
-        Err(e) => {
-            // No half-written temp file is left behind (it would hold the space a retry needs).
-            let _ = std::fs::remove_file(&tmp);
-            Err(e)
-        }
-    }
-}
-
-/// Reads an NDJSON file; absent is empty. A last line cut short (the run was killed while
-/// writing it) is skipped; any other bad line is an error naming it.
+/// Reads an NDJSON file whose records are checked by nothing but their type; absent is empty.
 fn read_ndjson<T: DeserializeOwned>(path: &Path) -> Result<Vec<T>, FolderError> {
-    read_ndjson_checked(path, |_: &T| Ok(()))
-}
-
-/// [`read_ndjson`], each record also passed through `check` (an error names its line).
-fn read_ndjson_checked<T: DeserializeOwned>(
-    path: &Path,
-    check: impl Fn(&T) -> Result<(), String>,
-) -> Result<Vec<T>, FolderError> {
-    let file = match std::fs::File::open(path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(source) => return Err(FolderError::Io { path: path.to_path_buf(), source }),
-    };
-    let lines: Vec<String> = std::io::BufReader::new(file)
-        .lines()
-        .collect::<Result<_, _>>()
-        .map_err(|source| FolderError::Io { path: path.to_path_buf(), source })?;
-    let last = lines.len();
-    let mut out = Vec::with_capacity(lines.len());
-    for (i, line) in lines.iter().enumerate() {
-        if line.trim().is_empty() {
-            continue;
-        }
-        match serde_json::from_str(line) {
-            Ok(v) => {
-                check(&v).map_err(|message| FolderError::Format { path: path.to_path_buf(), line: i + 1, message })?;
-                out.push(v);
-            }
-            Err(e) if i + 1 == last && e.is_eof() => {}
-            Err(e) => {
-                return Err(FolderError::Format { path: path.to_path_buf(), line: i + 1, message: e.to_string() });
-            }
-        }
-    }
-    Ok(out)
+    files::read_ndjson_checked(path, |_: &T| Ok(()))
 }
 
 #[cfg(test)]

@@ -62,6 +62,11 @@ def container(obj):
     return obj["spec"]["template"]["spec"]["containers"][0]
 
 
+def workdir(obj):
+    """The container's working directory, as its pod would start in it."""
+    return local([container(obj)["workingDir"]])[0]
+
+
 def secret_env(c):
     """The container's env values that come from a rendered Secret (secretKeyRef)."""
     out = {}
@@ -93,7 +98,9 @@ try:
     if deployment:
         mock_env = dict(env, **secret_env(container(deployment)))
         assert "CHAOS_ADMIN_TOKEN" in mock_env, "the mock's control API token comes from the Secret"
-        mock = subprocess.Popen([chaos] + local(container(deployment)["args"]), stdout=subprocess.PIPE, env=mock_env)
+        mock = subprocess.Popen(
+            [chaos] + local(container(deployment)["args"]), stdout=subprocess.PIPE, env=mock_env, cwd=workdir(deployment)
+        )
         line = mock.stdout.readline().decode()
         assert line.startswith("listening on http://127.0.0.1:"), line
         while not line.startswith("control on "):
@@ -104,12 +111,16 @@ try:
         assert status(control) == 401, "the control API answers without its token"
         assert status(control, mock_env["CHAOS_ADMIN_TOKEN"]) == 200
     procs = [
-        subprocess.Popen([chaos] + local(container(workers)["args"], i), stdout=subprocess.DEVNULL, env=env)
+        subprocess.Popen(
+            [chaos] + local(container(workers)["args"], i), stdout=subprocess.DEVNULL, env=env, cwd=workdir(workers)
+        )
         for i in range(n)
     ]
     codes = [p.wait(timeout=120) for p in procs]
     assert codes == [0] * n, f"worker exit codes {codes} (a worker's pod must succeed: the gate is the merge's)"
-    merged = subprocess.run([chaos] + local(container(merge)["args"]), capture_output=True, env=env, timeout=120)
+    merged = subprocess.run(
+        [chaos] + local(container(merge)["args"]), capture_output=True, env=env, timeout=120, cwd=workdir(merge)
+    )
 finally:
     if mock:
         mock.send_signal(signal.SIGTERM)

@@ -94,7 +94,9 @@ fn read_summary(path: &Path) -> Result<Summary, CliError> {
             e => CliError::Usage(e.to_string()),
         });
     }
-    let text = std::fs::read_to_string(&file).map_err(|e| CliError::Usage(format!("{}: {e}", file.display())))?;
+    // A baseline given as a file is read as every input is: a regular file, capped.
+    let text = crate::located::input::read_text(&file, crate::located::input::DOCUMENT_CAP, "a chaos summary.json")
+        .map_err(|e| CliError::Usage(format!("{}: {e}", file.display())))?;
     serde_json::from_str(&text).map_err(|e| CliError::Usage(format!("{}: not a chaos summary: {e}", file.display())))
 }
 

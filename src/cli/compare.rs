@@ -71,6 +71,7 @@ pub(super) fn run(args: &Args) -> Result<(), CliError> {
             args.reports.join(scenario).join(format!("compare-{id}"))
         }
     };
+    crate::experiment::check_compare_out(&out, &runs)?;
     let c = crate::experiment::compare_runs(&out, &runs)?;
     super::run::print(&format!("{}comparison: {}\n", super::run::comparison_text(&c), out.join("report.md").display()))
 }

@@ -174,7 +174,9 @@ impl CliError {
             Self::Compare(
                 crate::experiment::CompareError::NotComparable(_)
                 | crate::experiment::CompareError::Read(_)
-                | crate::experiment::CompareError::Damaged(_),
+                | crate::experiment::CompareError::Damaged(_)
+                | crate::experiment::CompareError::OutIsInput { .. }
+                | crate::experiment::CompareError::Report(crate::report::ReportError::Damaged(_)),
             ) => Exit::Usage,
             Self::Compare(_) => Exit::Harness,
             Self::Merge(e) if e.is_usage() => Exit::Usage,
@@ -182,6 +184,13 @@ impl CliError {
             // Off loopback without a token is not allowed: a usage error, like a remote target.
             Self::Mock(crate::mock::MockError::AdminExposed(_))
             | Self::Run(crate::experiment::RunError::Mock(crate::mock::MockError::AdminExposed(_))) => Exit::Usage,
+            // A log path where something else stands (a symlink, a FIFO, a hard link): refused
+            // as bad input before anything is written, not a failure of the harness.
+            Self::Mock(crate::mock::MockError::AttemptLog { source, .. })
+                if source.kind() == std::io::ErrorKind::InvalidInput =>
+            {
+                Exit::Usage
+            }
             Self::Mock(_) | Self::Gateway(_) | Self::Io { .. } | Self::Control { .. } => Exit::Harness,
             Self::Report(crate::report::ReportError::Read(_) | crate::report::ReportError::Damaged(_)) => Exit::Usage,
             Self::Run(_) | Self::Aborted { .. } | Self::Report(_) => Exit::Harness,

@@ -73,6 +73,32 @@ pub enum CompareError {
     /// The comparison could not be written.
     #[error(transparent)]
     Report(#[from] ReportError),
+    /// `--out` is one of the compared run folders, lies inside one or holds one (a usage
+    /// problem): the comparison's report.md and report.html would replace a run's own.
+    #[error(
+        "--out {}: {how} the compared run folder {}: a comparison never writes into the runs it compares (their reports would be replaced); give a folder outside them",
+        out.display(),
+        run.display()
+    )]
+    OutIsInput {
+        /// `--out` as given.
+        out: std::path::PathBuf,
+        /// `is`, `is inside`, `holds`.
+        how: &'static str,
+        /// The run folder.
+        run: std::path::PathBuf,
+    },
+}
+
+/// Refuses an `out` for `chaos compare` that is one of `runs`, lies inside one or holds one
+/// (the check `chaos merge` makes of its `--out`, [`crate::run_folder::out_overlap`]).
+pub fn check_compare_out(out: &std::path::Path, runs: &[std::path::PathBuf]) -> Result<(), CompareError> {
+    let unresolved =
+        |source| CompareError::Report(ReportError::Write(FolderError::Io { path: out.to_path_buf(), source }));
+    match crate::run_folder::out_overlap(out, runs).map_err(unresolved)? {
+        None => Ok(()),
+        Some((how, i)) => Err(CompareError::OutIsInput { out: out.to_path_buf(), how, run: runs[i].clone() }),
+    }
 }
 
 /// Compares the saved runs in `runs` (each analysed again, as `chaos report` would, and judged

@@ -43,7 +43,7 @@ use crate::sut::{self, SutError};
 pub use abort::emergency_stop;
 use abort::{LastWords, aborted};
 use drive::{Plan, Started, start_and_drive};
-pub use finish::{CompareError, Finished, compare_runs, finish, gate_checks, refinish};
+pub use finish::{CompareError, Finished, check_compare_out, compare_runs, finish, gate_checks, refinish};
 pub use progress::ProgressMode;
 pub use variants::{VariantsOutcome, run_variants};
 

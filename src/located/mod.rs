@@ -6,6 +6,7 @@
 //! `gateway` can all report problems the same way without depending on each other.
 
 mod error;
+pub mod input;
 mod source;
 
 pub use error::{Location, ScenarioError, suggest};

@@ -12,6 +12,7 @@ use toml::Spanned;
 use toml::de::{DeTable, DeValue};
 
 use super::error::{Location, ScenarioError, suggest};
+use super::input;
 
 /// A file's path and text.
 #[derive(Clone, Debug)]
@@ -23,10 +24,11 @@ pub struct Source {
 }
 
 impl Source {
-    /// Reads a file.
+    /// Reads a file: a regular file (after symlinks) of at most [`input::DOCUMENT_CAP`] bytes
+    /// of UTF-8, else a read error naming what it is (a FIFO, a device) and what was expected.
     pub fn read(path: &Path) -> Result<Self, ScenarioError> {
-        let text =
-            std::fs::read_to_string(path).map_err(|source| ScenarioError::Read { path: path.to_path_buf(), source })?;
+        let text = input::read_text(path, input::DOCUMENT_CAP, "a TOML file")
+            .map_err(|source| ScenarioError::Read { path: path.to_path_buf(), source })?;
         Ok(Self::new(path, text))
     }
 
@@ -42,6 +44,41 @@ impl Source {
             Some(p) if !p.as_os_str().is_empty() => p,
             _ => Path::new("."),
         }
+    }
+
+    /// The file that `key` of this file names by the path `rel` (`upstream[0].profile`,
+    /// `sut.policy`), resolved against this file's folder, for `what` (e.g. `a profile file`).
+    /// With symlinks and `..` resolved it must lie inside this file's folder tree or the
+    /// working directory's, and be a regular file; else a located error at the key naming the
+    /// path and the rule, and nothing of the file is read. A scenario from a pull request is
+    /// validated like any other, and an error shows the line it found fault with: a profile of
+    /// `/proc/self/environ` once printed the environment, tokens included.
+    pub fn referenced(&self, key: &str, rel: &str, what: &str) -> Result<PathBuf, ScenarioError> {
+        let joined = self.dir().join(rel);
+        let canonical = joined.canonicalize().map_err(|e| {
+            self.invalid(
+                key,
+                format!("{rel:?} ({}: {e})", joined.display()),
+                format!("a readable {what}, relative to this file"),
+            )
+        })?;
+        let roots = [self.dir().canonicalize(), std::env::current_dir().and_then(|d| d.canonicalize())];
+        let roots: Vec<PathBuf> = roots.into_iter().filter_map(Result::ok).collect();
+        if !roots.iter().any(|r| canonical.starts_with(r)) {
+            let shown: Vec<String> = roots.iter().map(|r| r.display().to_string()).collect();
+            return Err(self.invalid(
+                key,
+                format!("{rel:?} (resolves to {}, outside both)", canonical.display()),
+                format!(
+                    "a {what} inside this file's folder or the working directory ({}), so a scenario cannot make chaos read a file elsewhere",
+                    shown.join(" or ")
+                ),
+            ));
+        }
+        if let Some(kind) = input::kind_problem(&canonical) {
+            return Err(self.invalid(key, format!("{rel:?} ({kind}, not a regular file)"), format!("a {what}")));
+        }
+        Ok(joined)
     }
 
     /// Deserializes the whole file into `T`, mapping any failure to a located error.

@@ -131,18 +131,32 @@ pub struct GridChart {
     pub cells: Vec<(usize, usize, usize, String)>,
 }
 
-/// Writes `chart` as `<dir>/<name>.svg` and `.png`; returns the SVG path. Its text (legends
-/// carry fault, stage, policy and run names) is drawn with hidden characters made visible:
-/// the SVG is inlined in report.html, and a control character would make it malformed XML.
+/// Writes `chart` as `<dir>/<name>.svg` and `.png` into the existing folder `dir` (a run
+/// folder's checked `charts`, [`crate::run_folder::RunFolder::charts`]); returns the SVG path.
+/// Its text (legends carry fault, stage, policy and run names) is drawn with hidden characters
+/// made visible: the SVG is inlined in report.html, and a control character would make it
+/// malformed XML. Plotters opens its output by name, which would follow a symlink planted in
+/// `dir`; so both files are drawn in a fresh folder of their own (a random name, created
+/// exclusively, owner-only) inside `dir`, then renamed over the names, replacing what is there.
 pub fn write(chart: &Chart, dir: &Path, name: &str) -> Result<PathBuf, String> {
     register();
     let chart = &chart.shown();
-    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let svg = dir.join(format!("{name}.svg"));
-    let png = dir.join(format!("{name}.png"));
-    draw(SVGBackend::new(&svg, SIZE).into_drawing_area(), chart)?;
-    draw(BitMapBackend::new(&png, SIZE).into_drawing_area(), chart)?;
-    Ok(svg)
+    let io = |e: std::io::Error| format!("{}: {e}", dir.display());
+    let fresh = tempfile::Builder::new().prefix(".drawing.").tempdir_in(dir).map_err(io)?;
+    let files = [format!("{name}.svg"), format!("{name}.png")];
+    draw(SVGBackend::new(&fresh.path().join(&files[0]), SIZE).into_drawing_area(), chart)?;
+    draw(BitMapBackend::new(&fresh.path().join(&files[1]), SIZE).into_drawing_area(), chart)?;
+    for f in &files {
+        std::fs::rename(fresh.path().join(f), dir.join(f)).map_err(io)?;
+    }
+    Ok(dir.join(&files[0]))
+}
+
+/// The SVG of the chart `name` in `dir`, as [`write()`] wrote it, to inline in report.html
+/// (read as every input is: a regular file, capped).
+pub fn read_svg(dir: &Path, name: &str) -> Option<String> {
+    let path = dir.join(format!("{name}.svg"));
+    crate::located::input::read_text(&path, crate::located::input::DOCUMENT_CAP, "an SVG chart").ok()
 }
 
 impl Chart {

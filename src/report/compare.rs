@@ -30,8 +30,8 @@ pub struct RunSeries<'a> {
 /// `report.html`.
 pub fn render_comparison(dir: &Path, c: &Comparison, runs: &[RunSeries<'_>]) -> Result<(), ReportError> {
     let folder = RunFolder::open(dir);
+    let chart_dir = folder.charts()?;
     folder.write_json(RunFile::Comparison, c).map_err(ReportError::Write)?;
-    let chart_dir = folder.charts_dir();
     let mut drawn = Vec::new();
     for (name, chart) in overlays(runs) {
         match charts::write(&chart, &chart_dir, &name) {
@@ -42,9 +42,7 @@ pub fn render_comparison(dir: &Path, c: &Comparison, runs: &[RunSeries<'_>]) -> 
     let mut doc = document(c, &drawn);
     whatif(&mut doc, runs);
     folder.write(RunFile::ReportMd, doc.markdown().as_bytes()).map_err(ReportError::Write)?;
-    let html = doc.html(&format!("chaos: {} compared", c.scenario), |name| {
-        std::fs::read_to_string(chart_dir.join(format!("{name}.svg"))).ok()
-    });
+    let html = doc.html(&format!("chaos: {} compared", c.scenario), |name| charts::read_svg(&chart_dir, name));
     folder.write(RunFile::ReportHtml, html.as_bytes()).map_err(ReportError::Write)?;
     Ok(())
 }

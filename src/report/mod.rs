@@ -63,12 +63,14 @@ pub fn render(
     verdict: Option<&Verdict>,
     series: &Series,
 ) -> Result<(), ReportError> {
+    // Checked first: a `charts` that is no real folder refuses the folder before anything is
+    // written.
+    let chart_dir = folder.charts()?;
     if let Some(v) = verdict {
         folder.write(RunFile::Junit, junit(&summary.scenario, v).as_bytes()).map_err(ReportError::Write)?;
     }
     let file = SummaryFile { summary: summary.clone(), gate: verdict.cloned() };
     folder.write_json(RunFile::Summary, &file).map_err(ReportError::Write)?;
-    let chart_dir = folder.charts_dir();
     let mut drawn = Vec::new();
     for (name, chart) in charts_for(series, summary) {
         match charts::write(&chart, &chart_dir, &name) {
@@ -78,9 +80,8 @@ pub fn render(
     }
     let doc = document(summary, verdict, &drawn);
     folder.write(RunFile::ReportMd, doc.markdown().as_bytes()).map_err(ReportError::Write)?;
-    let html = doc.html(&format!("chaos: {}", summary.scenario), |name| {
-        std::fs::read_to_string(chart_dir.join(format!("{name}.svg"))).ok()
-    });
+    let html =
+        doc.html(&format!("chaos: {}", summary.scenario), |name| crate::report::charts::read_svg(&chart_dir, name));
     folder.write(RunFile::ReportHtml, html.as_bytes()).map_err(ReportError::Write)?;
     Ok(())
 }

@@ -11,7 +11,6 @@
 //! Layer 1, like its parent: `summary.json` is read through a private struct of the few counts
 //! it needs, never through `analysis`'s type.
 
-use std::io::BufRead;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
@@ -69,9 +68,14 @@ impl RunFolder {
     /// What is damaged in the folder, each naming its file and what was expected; empty when
     /// nothing is. The one check every command applies (see the module's header).
     pub fn damage(&self) -> Vec<String> {
+        // A FIFO or a device is named before any file is read (it would hang or fill memory).
+        let planted = self.entry_problems();
+        if !planted.is_empty() {
+            return planted;
+        }
         let mut out: Vec<String> = LOGS
             .into_iter()
-            .filter(|f| std::fs::read(self.path(*f)).is_ok_and(|b| b.last().is_some_and(|c| *c != b'\n')))
+            .filter(|f| super::files::ends_cut(&self.path(*f)))
             .map(|f| format!("{}: its last line is cut short", f.name()))
             .collect();
         match self.read_json::<Counted>(RunFile::Summary) {
@@ -158,10 +162,9 @@ impl RunFolder {
 
 /// Lines with content in the file at `path`; `None` when it cannot be read (absent).
 fn count_lines(path: &Path) -> Option<u64> {
-    let file = std::fs::File::open(path).ok()?;
     let mut n = 0;
-    for line in std::io::BufReader::new(file).split(b'\n') {
-        if line.ok()?.iter().any(|b| !b.is_ascii_whitespace()) {
+    for line in crate::located::input::Lines::open(path, "a log").ok()? {
+        if line.ok()?.bytes.iter().any(|b| !b.is_ascii_whitespace()) {
             n += 1;
         }
     }
@@ -175,10 +178,9 @@ fn window_requests(path: &Path) -> Option<u64> {
     struct Requests {
         requests: u64,
     }
-    let file = std::fs::File::open(path).ok()?;
     let mut sum = 0u64;
-    for line in std::io::BufReader::new(file).lines() {
-        if let Ok(w) = serde_json::from_str::<Requests>(&line.ok()?) {
+    for line in crate::located::input::Lines::open(path, "a log").ok()? {
+        if let Ok(w) = serde_json::from_slice::<Requests>(&line.ok()?.bytes) {
             sum = sum.saturating_add(w.requests);
         }
     }

@@ -329,6 +329,12 @@ impl Scenario {
         if let Some(sut) = &file.sut {
             // `sut.url` passes the check `chaos run` makes before anything starts.
             errors.extend(sut.problems(&names, &file.allow_remote).located(src, ""));
+            // A policy file is checked where a profile is, before anything reads it.
+            if let Some(policy) = sut.policy.as_deref().filter(|p| !matches!(*p, "naive" | "hardened"))
+                && let Err(e) = src.referenced("sut.policy", policy, "gateway policy file")
+            {
+                errors.push(e);
+            }
         }
         errors.extend(sut::limit_problems(&file.limits, &file.abort).located(src, ""));
         let load = file.load.as_ref().map(load::resolve);

@@ -65,13 +65,14 @@ pub(super) fn resolve_members(
         }
         let mut profile = base.clone();
         if let Some(rel) = &spec.profile {
-            match referenced_profile(src, rel) {
+            match referenced_profile(src, &key("profile"), rel) {
                 Ok(p) => profile = p,
                 Err(Referenced::Unreadable(e)) => {
                     let resolved = src.dir().join(rel);
                     let found = format!("{rel:?} ({}: {e})", resolved.display());
                     errors.push(src.invalid(&key("profile"), found, "a readable profile file, relative to this file"))
                 }
+                Err(Referenced::Refused(e)) => errors.push(e),
                 Err(Referenced::Pool) => errors.push(src.invalid(
                     &key("profile"),
                     format!("{rel:?}, a pool"),
@@ -90,12 +91,14 @@ pub(super) fn resolve_members(
 
 enum Referenced {
     Unreadable(std::io::Error),
+    /// Outside the trees a scenario may read from, or no regular file: not read.
+    Refused(ScenarioError),
     Pool,
     Invalid(ScenarioError),
 }
 
-fn referenced_profile(src: &Source, rel: &str) -> Result<Profile, Referenced> {
-    let path = src.dir().join(rel);
+fn referenced_profile(src: &Source, key: &str, rel: &str) -> Result<Profile, Referenced> {
+    let path = src.referenced(key, rel, "profile file").map_err(Referenced::Refused)?;
     let inner = match Source::read(&path) {
         Ok(s) => s,
         Err(ScenarioError::Read { source, .. }) => return Err(Referenced::Unreadable(source)),

@@ -202,6 +202,9 @@ pub fn render(args: &RenderArgs, now: SystemTime) -> Result<String, CliError> {
             "name": cname,
             "image": args.image,
             "args": args_,
+            // A scenario reads files only inside its folder's tree or the working directory's:
+            // the files laid out under /scenario are all inside this one.
+            "workingDir": SCENARIO_ROOT,
             "env": [{"name": "RUST_LOG", "value": "info,goose=error"}],
             "volumeMounts": mounts,
             "resources": resources,

@@ -6,7 +6,7 @@
 //!
 //! Part of `experiment::merge` (layer 6); it reads only `shard.json` and a summary's flag.
 
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use super::{MergeError, Shard};
 use crate::record::{ShardFile, ShardRole};
@@ -37,48 +37,16 @@ pub(super) fn resolve(dirs: &[PathBuf]) -> Result<Vec<PathBuf>, MergeError> {
 }
 
 /// Refuses an `out` that is one of the inputs (`canonical`, from [`resolve`]), lies inside one
-/// or holds one.
+/// or holds one: the check `chaos compare` shares ([`crate::run_folder::out_overlap`]).
 pub(super) fn check_out(out: &Path, dirs: &[PathBuf], canonical: &[PathBuf]) -> Result<(), MergeError> {
-    let o = canonical_out(out).map_err(|e| MergeError::Path {
-        path: out.to_path_buf(),
-        what: format!("--out cannot be resolved ({e}); give a new or empty folder"),
-    })?;
-    for (d, c) in dirs.iter().zip(canonical) {
-        let how = if o == *c {
-            "is"
-        } else if o.starts_with(c) {
-            "is inside"
-        } else if c.starts_with(&o) {
-            "holds"
-        } else {
-            continue;
-        };
-        return Err(MergeError::OutIsInput { out: out.to_path_buf(), how, input: d.clone() });
+    match crate::run_folder::out_overlap(out, canonical) {
+        Ok(None) => Ok(()),
+        Ok(Some((how, i))) => Err(MergeError::OutIsInput { out: out.to_path_buf(), how, input: dirs[i].clone() }),
+        Err(e) => Err(MergeError::Path {
+            path: out.to_path_buf(),
+            what: format!("--out cannot be resolved ({e}); give a new or empty folder"),
+        }),
     }
-    Ok(())
-}
-
-/// `out` as a canonical path, though it (or its parents) may not exist yet: the canonical form
-/// of its nearest existing ancestor, then the rest with `.` and `..` applied.
-fn canonical_out(out: &Path) -> std::io::Result<PathBuf> {
-    let abs = std::path::absolute(out)?;
-    let parts: Vec<Component<'_>> = abs.components().collect();
-    // The longest prefix that exists (a dangling symlink counts: it is resolved, and fails).
-    let exists = (1..=parts.len())
-        .rev()
-        .find(|&k| std::fs::symlink_metadata(parts[..k].iter().collect::<PathBuf>()).is_ok())
-        .unwrap_or(0);
-    let mut path = parts[..exists].iter().collect::<PathBuf>().canonicalize()?;
-    for c in &parts[exists..] {
-        match c {
-            Component::ParentDir => {
-                path.pop();
-            }
-            Component::CurDir => {}
-            other => path.push(other),
-        }
-    }
-    Ok(path)
 }
 
 /// Reads every folder's `shard.json` and checks that they hold one whole run; returns the
