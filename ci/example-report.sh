@@ -40,7 +40,8 @@ if [ "${1:-}" = "capacity" ]; then
 fi
 out=reports/examples/slow-upstream
 rm -rf "$out"
-target/release/chaos run scenarios/slow-upstream.toml --time-scale 0.25 --out "$out" --progress lines
+# Exit 1 is the verdict (the objective is missed in the fault, by both variants), not a failure.
+target/release/chaos run scenarios/slow-upstream.toml --time-scale 0.25 --out "$out" --progress lines || [ $? -eq 1 ]
 # The what-if of both variants (the ten shipped policies), into their reports and the comparison.
 target/release/chaos whatif "$out" --shipped
 echo "regenerated $out"

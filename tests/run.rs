@@ -328,7 +328,15 @@ retry_after = "200ms"
         assert!(dir.path().join(f).exists(), "{f}");
     }
     let md = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
-    assert!(md.starts_with("# chaos: storm-hardened — completed\n\n## Findings\n\n"), "{md}");
+    // The ten-second read comes first: what happened, and that without `[slo]` there is no verdict.
+    assert!(
+        md.starts_with(
+            "# chaos: storm-hardened — completed\n\nFault `status-1` (status) from 0 s to the end at 4 users"
+        ),
+        "{md}"
+    );
+    assert!(md.contains("No objective declared, so no verdict"), "{md}");
+    assert!(md.contains("\n\n## Findings\n\n"), "{md}");
     assert!(md.contains("## Headlines\n\n- Retry amplification"), "{md}");
 }
 

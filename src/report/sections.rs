@@ -766,8 +766,10 @@ pub(super) fn whatif_body(d: &mut Doc, w: &analysis::whatif::WhatIf) {
             text(source),
             format!("{}", o.amplification),
             o.max_window.map_or("—".into(), |m| format!("{m}")),
+            o.slo.as_ref().map_or("—".into(), |a| crate::analysis::findings::share_against(a.attainment, 1.0)),
             pct(o.error_rate),
             pct(o.valid_rate),
+            pct(o.fallback_rate),
             opt(o.p95_ms, ""),
             opt(o.p99_ms, ""),
             o.peak_in_flight.to_string(),
@@ -786,10 +788,12 @@ pub(super) fn whatif_body(d: &mut Doc, w: &analysis::whatif::WhatIf) {
             "source",
             "A",
             "worst A(w)",
+            "good (SLO)",
             "errors",
             "valid",
-            "p95 ms",
-            "p99 ms",
+            "fallback",
+            "p95 ms (all)",
+            "p99 ms (all)",
             "peak at provider",
             "recovery",
             "Retry-After violations",
@@ -802,8 +806,8 @@ pub(super) fn whatif_body(d: &mut Doc, w: &analysis::whatif::WhatIf) {
     d.push(Block::Para(
         "Same scope and definitions as the rest of this report: requests sent after their stage's warm-up; latency from the intended send time over every outcome; peak = attempts the provider held at once (generating or queued); recovery after the last fault window. Every policy sees the same arrivals and the same provider: the k-th attempt at an upstream draws the latency and faults the k-th attempt of the run drew.".into(),
     ));
-    if let Some(line) = whatif_best(w) {
-        d.push(Block::Para(line));
+    for line in &w.verdict {
+        d.push(Block::Para(line.clone()));
     }
     d.push(Block::List(
         w.policies
@@ -849,67 +853,6 @@ fn whatif_calibration(w: &analysis::whatif::WhatIf) -> String {
             text(&missed.join(", "))
         )
     }
-}
-
-/// A what-if policy is called better when it answers this share more requests `ok`.
-const WHATIF_BETTER: f64 = 0.01;
-
-/// The policy with the most valid answers (fewest attempts among equals) among those that came
-/// back after the faults, against the run; a policy that never recovered is never recommended.
-fn whatif_best(w: &analysis::whatif::WhatIf) -> Option<String> {
-    let others: Vec<&analysis::whatif::PolicyOutcome> = w.policies.iter().skip(1).collect();
-    let stuck: Vec<String> =
-        others.iter().filter(|p| p.outcomes.recovered == Some(false)).map(|p| code(&p.name)).collect();
-    let best = others.iter().filter(|p| p.outcomes.recovered != Some(false)).max_by(|a, b| {
-        a.outcomes
-            .valid_rate
-            .total_cmp(&b.outcomes.valid_rate)
-            .then(b.outcomes.amplification.total_cmp(&a.outcomes.amplification))
-    });
-    let mut out = match best {
-        None => "Every policy simulated stayed degraded after the faults ended: none recovered.".to_string(),
-        Some(best) => {
-            // Against the policy that ran *as simulated*: the same model on both sides, so a
-            // difference is the policy's, not the model's (the calibration line covers that).
-            let (o, m) = (&best.outcomes, &w.policies[0].outcomes);
-            let recovery = |r: &analysis::whatif::Outcomes| match (r.recovered, r.recovery_s) {
-                (Some(_), Some(s)) => format!("back {s} s after the faults"),
-                (Some(_), None) => "never back".into(),
-                (None, _) => "no fault ended".into(),
-            };
-            if o.valid_rate >= m.valid_rate + WHATIF_BETTER {
-                format!(
-                    "Of the policies that recovered, **{}** answers the most requests `ok`: {} against {} for {} as simulated, at A = {} (vs {}), peak {} at the provider (vs {}), {} (vs {}).",
-                    code(&best.name),
-                    pct(o.valid_rate),
-                    pct(m.valid_rate),
-                    code(&w.ran),
-                    o.amplification,
-                    m.amplification,
-                    o.peak_in_flight,
-                    m.peak_in_flight,
-                    recovery(o),
-                    recovery(m)
-                )
-            } else {
-                format!(
-                    "No policy that recovered answers at least {} % more requests `ok` than {} as simulated ({}; the best, {}, {}).",
-                    WHATIF_BETTER * 100.0,
-                    code(&w.ran),
-                    pct(m.valid_rate),
-                    code(&best.name),
-                    pct(o.valid_rate)
-                )
-            }
-        }
-    };
-    if !stuck.is_empty() {
-        out.push_str(&format!(
-            " Never back to the baseline after the faults (valid answers slower or fewer than before, to the end of the run), so not recommended whatever their totals: {}.",
-            stuck.join(", ")
-        ));
-    }
-    Some(out)
 }
 
 fn files(d: &mut Doc) {
@@ -962,7 +905,8 @@ mod tests {
         }
     }
 
-    fn markdown(w: WhatIf) -> String {
+    fn markdown(mut w: WhatIf) -> String {
+        w.verdict = crate::analysis::whatif::verdict::verdict(&w, None, &[]);
         let s = Summary { whatif: Some(w), ..Summary::empty(crate::analysis::summary::RunIdentity::for_tests()) };
         document(&s, None, &[]).markdown()
     }
@@ -971,7 +915,10 @@ mod tests {
     fn a_policy_that_never_recovered_is_never_the_recommendation() {
         let md = markdown(whatif(true));
         assert!(md.contains("**Calibrated**: simulating `naive`"), "{md}");
-        assert!(md.contains("**`budget-10pct`** answers the most requests `ok`: 90.0 % against 80.0 %"), "{md}");
+        assert!(
+            md.contains("Take **`budget-10pct`**: 90 % of requests answered `ok` against 80 % for `naive`"),
+            "{md}"
+        );
         assert!(md.contains("so not recommended whatever their totals: `immediate-3`."), "{md}");
         // The calibration line comes before the table.
         assert!(md.find("**Calibrated**").unwrap() < md.find("| policy | source |").unwrap());

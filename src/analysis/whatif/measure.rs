@@ -32,6 +32,12 @@ pub struct Outcomes {
     pub error_rate: f64,
     /// Share of requests answered `ok`.
     pub valid_rate: f64,
+    /// Share of requests answered with a marked fallback (errors + valid + fallback = 100 %).
+    #[serde(default)]
+    pub fallback_rate: f64,
+    /// The requests against the scenario's objective (absent without `[slo]`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slo: Option<crate::analysis::slo::Attainment>,
     /// p95 latency over every outcome, ms from the intended send time.
     pub p95_ms: Option<f64>,
     /// p99 latency over every outcome, ms.
@@ -77,6 +83,7 @@ pub fn outcomes(s: &Summary, samples: &[Sample], attempts: &[Attempt]) -> Outcom
     }
     let failed = scoped.iter().filter(|x| x.outcome.failed()).count() as f64;
     let ok = scoped.iter().filter(|x| x.outcome == Outcome::Ok).count() as f64;
+    let fallback = scoped.iter().filter(|x| x.outcome == Outcome::Fallback).count() as f64;
     let share = |n: f64| if requests == 0 { 0.0 } else { round3(n / requests as f64) };
     let q = |p: f64| (!h.is_empty()).then(|| round3(h.value_at_quantile(p) as f64 / 1000.0));
     let recovery = crate::analysis::run_recovery(s, samples);
@@ -89,6 +96,8 @@ pub fn outcomes(s: &Summary, samples: &[Sample], attempts: &[Attempt]) -> Outcom
         max_window: retry.as_ref().and_then(|r| r.amplification.max_window),
         error_rate: share(failed),
         valid_rate: share(ok),
+        fallback_rate: share(fallback),
+        slo: attainment(s, samples),
         p95_ms: q(0.95),
         p99_ms: q(0.99),
         peak_in_flight: peak(attempts),
@@ -100,6 +109,22 @@ pub fn outcomes(s: &Summary, samples: &[Sample], attempts: &[Attempt]) -> Outcom
         valid_series: series_v,
         p95_series: series_p,
     }
+}
+
+/// `samples` against the summary's objective, with the run analysis's own judge.
+fn attainment(s: &Summary, samples: &[Sample]) -> Option<crate::analysis::slo::Attainment> {
+    let o = s.objective?;
+    let spans: Vec<crate::analysis::slo::StageSpan> = crate::analysis::spans(s)
+        .into_iter()
+        .zip(&s.stages)
+        .map(|(sp, st)| crate::analysis::slo::StageSpan {
+            from_us: sp.from_us,
+            to_us: sp.to_us,
+            measurable: st.measurable,
+        })
+        .collect();
+    let base = crate::analysis::baseline_stage(s);
+    Some(crate::analysis::slo::analyse(&o, samples, &spans, base, s.time_scale, s.load_start_us).0.run)
 }
 
 /// The attempts made for the requests in scope (joined by id), or — when no attempt carries an

@@ -21,6 +21,7 @@ pub mod measure;
 pub mod policy;
 pub mod provider;
 pub mod sim;
+pub mod verdict;
 
 use std::collections::HashMap;
 
@@ -57,6 +58,10 @@ pub struct WhatIf {
     pub calibration: Calibration,
     /// The policy that ran, simulated (first), then every other policy.
     pub policies: Vec<PolicyOutcome>,
+    /// Which policy to take against the objective, with the trade-off; policies that did the
+    /// same and why (inline markup).
+    #[serde(default)]
+    pub verdict: Vec<String>,
 }
 
 /// One simulated policy.
@@ -217,7 +222,7 @@ pub fn whatif(run: &Run<'_>, others: &[(Policy, String)]) -> Result<WhatIf, What
             outcomes: sim(&p)?,
         });
     }
-    Ok(WhatIf {
+    let mut w = WhatIf {
         version: WHATIF_VERSION,
         ran: ran.name,
         ran_source,
@@ -226,7 +231,10 @@ pub fn whatif(run: &Run<'_>, others: &[(Policy, String)]) -> Result<WhatIf, What
         measured,
         calibration,
         policies,
-    })
+        verdict: Vec::new(),
+    };
+    w.verdict = verdict::verdict(&w, run.summary.objective.map(|o| o.target), &run.summary.findings);
+    Ok(w)
 }
 
 #[cfg(test)]
