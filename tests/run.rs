@@ -463,3 +463,48 @@ users = 1
     let left = std::process::Command::new("pgrep").args(["-f", &format!("sleep {marker}")]).output().unwrap();
     assert!(left.stdout.is_empty(), "the wrapper's child survived: {}", String::from_utf8_lossy(&left.stdout));
 }
+
+/// The objective on runs whose answer is known by construction: 8 slots × a fixed 100 ms serve
+/// 80 req/s. At 40 req/s every answer takes ~100 ms, so an objective of 150 ms is met by
+/// (nearly) every request and one of 80 ms by none; at 120 req/s (1.5× capacity) the queue
+/// grows by 40 a second, answers come later and later, and the breach finding says they came
+/// too late.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn attainment_follows_the_objective_on_a_fixed_service_time() {
+    let scenario = |rate: u32, latency: &str| {
+        format!(
+            r#"
+name = "objective"
+[slo]
+latency = "{latency}"
+target = 0.99
+[[upstream]]
+name = "primary"
+latency = {{ ttft = {{ dist = "fixed", value = "100ms" }}, output_tokens = {{ dist = "fixed", value = 1 }} }}
+capacity = {{ slots = 8, queue = 10000 }}
+[load]
+stream = false
+[[load.phase]]
+name = "steady"
+duration = "4s"
+rate = {rate}
+"#
+        )
+    };
+    let (met, _dir) = run(&scenario(40, "150ms")).await;
+    let a = met.stages[0].slo.as_ref().expect("the stage is judged");
+    assert!(a.attainment >= 0.99, "{a:?}");
+    assert!(met.slo.as_ref().unwrap().met);
+    assert!(!met.findings.iter().any(|f| f.id == "slo_breach"), "{:?}", met.findings);
+    assert!(met.story[1].starts_with("Objective met (valid within 150 ms, target 99 %)"), "{:?}", met.story);
+    let (missed, _dir) = run(&scenario(40, "80ms")).await;
+    let a = missed.stages[0].slo.as_ref().unwrap();
+    assert_eq!(a.attainment, 0.0, "{a:?}");
+    assert_eq!(a.bad.get("too_slow").copied(), Some(a.requests), "{a:?}");
+    let (over, _dir) = run(&scenario(120, "150ms")).await;
+    let a = over.stages[0].slo.as_ref().unwrap();
+    assert!(a.attainment < 0.99, "{a:?}");
+    let breach = over.findings.iter().find(|f| f.id == "slo_breach").expect("a breach at 1.5× capacity");
+    assert!(breach.what.contains("came too late"), "{}", breach.what);
+    assert_eq!(breach.severity, chaos::analysis::findings::Severity::Critical);
+}

@@ -151,6 +151,10 @@ pub struct ProbeCell {
     pub after_error_rate: Option<f64>,
     /// Upstream attempts per request after the trigger.
     pub after_amplification: Option<f64>,
+    /// After the trigger: the share of requests not answered from a cache that got a good
+    /// upstream answer under the objective (a cell answered only from a cache scores 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after_attainment_upstream: Option<f64>,
     /// After a stuck cell: the fraction of the knee at which the system came back.
     pub escape_fraction: Option<f64>,
     /// The lowest fraction tried when it did not come back at all.
@@ -194,6 +198,7 @@ pub fn sweep_steps<'a>(stages: impl Iterator<Item = &'a StageSummary>) -> Vec<Sw
                 mean_ms: lat.mean,
                 error_rate: st.error_rate,
                 sustainability: crate::scenario::wire_name(&st.sustainability),
+                attainment: st.slo.as_ref().map(|a| a.attainment),
             }
         })
         .collect()
@@ -229,7 +234,8 @@ pub fn sweeps(s: &Summary) -> (Option<SweepAnalysis>, Vec<ConditionSweep>, Optio
     }
     if names.is_empty() {
         let multiplier = s.faults.iter().filter(|f| f.group.is_none()).filter_map(|f| f.multiplier).reduce(f64::max);
-        let sw = (!steps.is_empty()).then(|| sweep::analyse(unit, sweep_steps(steps.iter().copied()), multiplier));
+        let sw = (!steps.is_empty())
+            .then(|| judged(s, sweep::analyse(unit, sweep_steps(steps.iter().copied()), multiplier)));
         return (sw, Vec::new(), None);
     }
     let mut conditions: Vec<ConditionSweep> = names
@@ -242,7 +248,7 @@ pub fn sweeps(s: &Summary) -> (Option<SweepAnalysis>, Vec<ConditionSweep>, Optio
                 fault_kind: fault.map(|f| f.kind.clone()),
                 multiplier: fault.and_then(|f| f.multiplier),
                 // Each condition's pool comes from its own curve: no multiplier projection.
-                sweep: sweep::analyse(unit, own, None),
+                sweep: judged(s, sweep::analyse(unit, own, None)),
                 knee_ratio: None,
                 in_flight_at_recommended: None,
             }
@@ -282,6 +288,15 @@ pub fn sweeps(s: &Summary) -> (Option<SweepAnalysis>, Vec<ConditionSweep>, Optio
         }
     });
     (Some(conditions[0].sweep.clone()), conditions, recommended)
+}
+
+/// A sweep with the scenario's objective applied: its frontier, and the safe limit lowered to
+/// it where the objective breaks before 80 % of the knee.
+fn judged(s: &Summary, mut sw: SweepAnalysis) -> SweepAnalysis {
+    if let Some(o) = &s.objective {
+        sw.apply_objective(o.target);
+    }
+    sw
 }
 
 /// The span of a stage on the run clock, µs: from the end of its warm-up to its end.
@@ -517,6 +532,7 @@ fn cell(s: &Summary, samples: &[Sample], id: &str, knee: f64, within_s: f64) -> 
         after_p95_ms: after.and_then(|a| a.latency_valid_ms.map(|l| l.p95)),
         after_error_rate: after.map(|a| round3(1.0 - a.valid_rate)),
         after_amplification: after.and_then(|a| a.attempts_per_request),
+        after_attainment_upstream: after.and_then(|a| a.slo.as_ref().map(|x| x.attainment_upstream)),
         escape_fraction: escape.map(|st| fraction(st)),
         escape_tried_to: if escape.is_none() { escapes.last().map(|st| fraction(st)) } else { None },
     })

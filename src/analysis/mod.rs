@@ -57,6 +57,14 @@ pub fn analyse(data: &RunData) -> Analysis {
 fn summarise(data: &RunData) -> Summary {
     let mut s = data.summary.clone();
     let t0 = s.load_start_us;
+    // The objective first: the sweep's frontier and every verdict below read it.
+    if let Some(o) = s.objective {
+        let (run, stages) = slo::analyse(&o, &data.samples, &slo_spans(&s), baseline_stage(&s), s.time_scale, t0);
+        for (st, a) in s.stages.iter_mut().zip(stages) {
+            st.slo = a;
+        }
+        s.slo = Some(run);
+    }
     let (sweep, conditions, recommended) = capacity::sweeps(&s);
     (s.sweep, s.conditions, s.recommended) = (sweep, conditions, recommended);
     // A worker whose upstreams were a shared mock saw none of their attempts: an
@@ -73,19 +81,24 @@ fn summarise(data: &RunData) -> Summary {
         if own_attempts { recovery::failover(&s.faults, &data.attempts, t0, s.upstreams.len()) } else { Vec::new() };
     s.whatif.clone_from(&data.whatif);
     s.observations = observations(&data.observations, t0);
-    if let Some(o) = s.objective {
-        let spans: Vec<slo::StageSpan> = spans(&s)
-            .into_iter()
-            .zip(&s.stages)
-            .map(|(sp, st)| slo::StageSpan { from_us: sp.from_us, to_us: sp.to_us, measurable: st.measurable })
-            .collect();
-        let (run, stages) = slo::analyse(&o, &data.samples, &spans, baseline_stage(&s), s.time_scale, t0);
-        for (st, a) in s.stages.iter_mut().zip(stages) {
-            st.slo = a;
-        }
-        s.slo = Some(run);
-    }
     s
+}
+
+/// Each stage's measured part for the objective, and whether it counts towards the run's
+/// attainment (see [`slo::StageSpan::in_run`]).
+pub fn slo_spans(s: &Summary) -> Vec<slo::StageSpan> {
+    let own = |st: &StageSummary| st.measurable && st.kind == "phase" && st.group.is_none();
+    let any_own = s.stages.iter().any(own);
+    spans(s)
+        .into_iter()
+        .zip(&s.stages)
+        .map(|(sp, st)| slo::StageSpan {
+            from_us: sp.from_us,
+            to_us: sp.to_us,
+            measurable: st.measurable,
+            in_run: if any_own { own(st) } else { st.measurable },
+        })
+        .collect()
 }
 
 /// The stage a run's quality is compared with: the one named `baseline`, or else the first

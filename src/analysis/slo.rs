@@ -173,6 +173,10 @@ pub struct StageSpan {
     pub to_us: u64,
     /// Whether the stage is long and full enough to measure.
     pub measurable: bool,
+    /// Whether it counts towards the run's attainment: a measurable phase of the scenario's
+    /// own timeline (sweep steps and probe or verification stages overload on purpose; they
+    /// count only when the run has nothing else).
+    pub in_run: bool,
 }
 
 /// Whether a stage of `requests` over `measured_s` seconds can be measured.
@@ -201,7 +205,7 @@ pub fn analyse(
             continue;
         }
         add(&mut stages[usize::from(s.stage)], s, slo);
-        if !span.measurable {
+        if !span.in_run {
             continue;
         }
         add(&mut run, s, slo);
@@ -212,7 +216,7 @@ pub fn analyse(
         seconds[i].0 += 1;
         seconds[i].1 += u64::from(judge(s, slo).is_err());
     }
-    let measured_s: f64 = spans.iter().filter(|s| s.measurable).map(|s| (s.to_us - s.from_us) as f64 / 1e6).sum();
+    let measured_s: f64 = spans.iter().filter(|s| s.in_run).map(|s| (s.to_us - s.from_us) as f64 / 1e6).sum();
     let rate = if measured_s > 0.0 { run.requests as f64 / measured_s } else { 0.0 };
     let scale = if time_scale > 0.0 { time_scale } else { 1.0 };
     // Bad requests the window allows, counted in the run's time: R × window × (1 − target),

@@ -45,6 +45,9 @@ pub struct SweepStep {
     pub error_rate: f64,
     /// `sustained`, `unsustainable`, `generator_limited` or `empty`.
     pub sustainability: String,
+    /// Share of the step's requests good under the scenario's objective (absent without one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attainment: Option<f64>,
 }
 
 /// The knee.
@@ -78,6 +81,17 @@ pub struct SafeLimit {
     pub fault_multiplier: Option<f64>,
 }
 
+/// The highest load that met the objective.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Frontier {
+    /// Load in the swept unit.
+    pub load: f64,
+    /// Valid answers per second there.
+    pub goodput_rps: f64,
+    /// The step's attainment.
+    pub attainment: f64,
+}
+
 /// `summary.sweep`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SweepAnalysis {
@@ -96,6 +110,13 @@ pub struct SweepAnalysis {
     pub cut: Option<String>,
     /// Advice in words, e.g. pool sizes.
     pub notes: Vec<String>,
+    /// The throughput frontier: the highest load whose step, and every step below it, met
+    /// the objective (absent without `[slo]`, or when the first step missed it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub frontier: Option<Frontier>,
+    /// What set the safe limit: `knee` (80 % of it) or `objective` (the frontier, lower).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub safe_limit_set_by: Option<String>,
 }
 
 /// Kneedle on an increasing convex curve sampled at evenly spaced x: the index of the point
@@ -193,6 +214,8 @@ pub fn analyse(unit: &str, steps: Vec<SweepStep>, fault_multiplier: Option<f64>)
         confidence,
         cut: cut_text.clone(),
         notes: Vec::new(),
+        frontier: None,
+        safe_limit_set_by: None,
     };
     if used.is_empty() {
         return match &cut {
@@ -287,10 +310,58 @@ pub fn analyse(unit: &str, steps: Vec<SweepStep>, fault_multiplier: Option<f64>)
         confidence,
         cut: cut_text,
         notes,
+        frontier: None,
+        safe_limit_set_by: None,
     }
 }
 
 impl SweepAnalysis {
+    /// Judges the sweep against an objective of `target`: finds the frontier and lowers the
+    /// safe limit to it when it lies below 80 % of the knee. A knee with no step meeting the
+    /// objective leaves no safe limit: no load tested keeps users within it.
+    pub fn apply_objective(&mut self, target: f64) {
+        let measured: Vec<&SweepStep> = self.steps.iter().filter(|s| s.sustainability != "empty").collect();
+        if measured.iter().any(|s| s.attainment.is_none()) || measured.is_empty() {
+            return;
+        }
+        let frontier = measured
+            .iter()
+            .take_while(|s| s.attainment.is_some_and(|a| a >= target))
+            .last()
+            .map(|s| Frontier { load: s.load, goodput_rps: s.goodput_rps, attainment: s.attainment.unwrap_or(0.0) });
+        let unit = self.unit.clone();
+        match (&frontier, self.safe_limit.as_ref().map(|l| l.load)) {
+            (Some(f), Some(safe)) if f.load < safe => {
+                let in_flight = self.in_flight_at(f.load).map_or(0.0, round3);
+                if let Some(l) = self.safe_limit.as_mut() {
+                    (l.load, l.rps, l.in_flight) = (f.load, round3(f.goodput_rps), in_flight);
+                    l.in_flight_faulted = l.fault_multiplier.map(|m| round3(in_flight * m));
+                }
+                self.safe_limit_set_by = Some("objective".into());
+                self.notes.push(format!(
+                    "the objective holds up to {} {unit} only, below 80 % of the knee: the safe limit is {} {unit}",
+                    f.load, f.load
+                ));
+            }
+            (None, Some(_)) => {
+                self.safe_limit = None;
+                self.safe_limit_set_by = Some("objective".into());
+                self.notes.push("no step met the objective, the lowest included: no load tested is safe".into());
+            }
+            (_, Some(_)) => self.safe_limit_set_by = Some("knee".into()),
+            (_, None) => {}
+        }
+        if let Some(f) = &frontier {
+            self.notes.push(format!(
+                "throughput frontier: {} {unit} ({:.1} valid answers/s) is the highest load meeting the objective ({:.1} % good)",
+                f.load,
+                f.goodput_rps,
+                f.attainment * 100.0
+            ));
+        }
+        self.frontier = frontier;
+    }
+
     /// Requests in flight at `load` (in the swept unit) by Little's law on the usable curve:
     /// goodput × mean latency, both interpolated between steps. `None` without usable steps.
     pub fn in_flight_at(&self, load: f64) -> Option<f64> {

@@ -675,9 +675,10 @@ fn probe(d: &mut Doc, s: &Summary, charts: &[String]) {
             "trigger",
             "verdict",
             "back after",
-            "p95 before",
-            "p95 after",
+            "valid p95 before",
+            "valid p95 after",
             "not valid after",
+            "good upstream after (SLO)",
             "attempts/request after",
             "escape",
         ]
@@ -696,6 +697,7 @@ fn probe(d: &mut Doc, s: &Summary, charts: &[String]) {
                     c.baseline_p95_ms.map_or("—".into(), ms),
                     c.after_p95_ms.map_or("—".into(), ms),
                     c.after_error_rate.map_or("—".into(), pct),
+                    c.after_attainment_upstream.map_or("—".into(), pct),
                     c.after_amplification.map_or("—".into(), |a| format!("{a:.2}")),
                     c.escape_fraction.map_or_else(
                         || c.escape_tried_to.map_or("—".into(), |f| format!("none down to {f}")),

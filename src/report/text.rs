@@ -205,7 +205,7 @@ pub fn headlines(s: &Summary) -> Vec<String> {
             r.load,
             r.unit,
             code(&r.condition),
-            r.pool.map_or(String::new(), |p| format!("; pools for {p:.0} in flight"))
+            r.pool.map_or(String::new(), |p| format!("; pools for {} in flight", p.ceil()))
         ));
     }
     if let Some(v) = &s.verify {

@@ -190,8 +190,9 @@ mod tests {
                 Sample { stage: u16::from(i >= 600), outcome, ..Sample::answered(i, t, t + 100_000) }
             })
             .collect();
-        let spans: Vec<StageSpan> =
-            (0..2).map(|k| StageSpan { from_us: k * 60 * SEC, to_us: (k + 1) * 60 * SEC, measurable: true }).collect();
+        let spans: Vec<StageSpan> = (0..2)
+            .map(|k| StageSpan { from_us: k * 60 * SEC, to_us: (k + 1) * 60 * SEC, measurable: true, in_run: true })
+            .collect();
         let (a, stages) = slo::analyse(&objective(), &samples, &spans, Some(0), 1.0, 0);
         for (st, a) in s.stages.iter_mut().zip(stages) {
             st.slo = a;

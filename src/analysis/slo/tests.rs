@@ -17,7 +17,7 @@ fn steady(n: u64, rate: f64, latency_ms: u64, outcome: Outcome) -> Vec<Sample> {
 }
 
 fn one_stage(seconds: u64) -> Vec<StageSpan> {
-    vec![StageSpan { from_us: 0, to_us: seconds * 1_000_000, measurable: true }]
+    vec![StageSpan { from_us: 0, to_us: seconds * 1_000_000, measurable: true, in_run: true }]
 }
 
 #[test]
@@ -120,8 +120,8 @@ fn a_stage_too_short_to_measure_is_left_out_of_the_run_and_marked() {
     let mut tiny = Sample { stage: 1, outcome: Outcome::Error, ..Sample::answered(99, 3_100_000, 3_200_000) };
     tiny.outcome = Outcome::Error;
     let spans = vec![
-        StageSpan { from_us: 0, to_us: 3_000_000, measurable: true },
-        StageSpan { from_us: 3_000_000, to_us: 3_300_000, measurable: false },
+        StageSpan { from_us: 0, to_us: 3_000_000, measurable: true, in_run: true },
+        StageSpan { from_us: 3_000_000, to_us: 3_300_000, measurable: false, in_run: false },
     ];
     let (a, a_stages) = analyse(&slo(1000.0, 0.9), &[samples, vec![tiny]].concat(), &spans, Some(0), 1.0, 0);
     assert_eq!(a.run.requests, 30);
@@ -132,6 +132,6 @@ fn a_stage_too_short_to_measure_is_left_out_of_the_run_and_marked() {
 #[test]
 fn requests_sent_in_the_warm_up_are_not_judged() {
     let samples = steady(30, 10.0, 10, Outcome::Error);
-    let spans = vec![StageSpan { from_us: 1_000_000, to_us: 3_000_000, measurable: true }];
+    let spans = vec![StageSpan { from_us: 1_000_000, to_us: 3_000_000, measurable: true, in_run: true }];
     assert_eq!(analyse(&slo(1000.0, 0.9), &samples, &spans, None, 1.0, 0).0.run.requests, 20);
 }

@@ -44,8 +44,9 @@ fn summary(objective: Option<Slo>, fault: impl Fn(u64) -> Outcome) -> Summary {
         })
         .collect();
     if let Some(o) = &s.objective {
-        let spans: Vec<StageSpan> =
-            (0..2).map(|k| StageSpan { from_us: k * 60 * SEC, to_us: (k + 1) * 60 * SEC, measurable: true }).collect();
+        let spans: Vec<StageSpan> = (0..2)
+            .map(|k| StageSpan { from_us: k * 60 * SEC, to_us: (k + 1) * 60 * SEC, measurable: true, in_run: true })
+            .collect();
         let (a, stages) = slo::analyse(o, &samples, &spans, Some(0), 1.0, 0);
         for (st, a) in s.stages.iter_mut().zip(stages) {
             st.slo = a;

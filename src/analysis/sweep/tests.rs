@@ -20,6 +20,7 @@ fn slots(c: u32, s_ms: f64, users: &[u32]) -> Vec<SweepStep> {
                 mean_ms: lat,
                 error_rate: 0.0,
                 sustainability: "sustained".into(),
+                attainment: None,
             }
         })
         .collect()
@@ -82,6 +83,7 @@ fn step(load: f64, goodput: f64, p99: f64, error_rate: f64, sustainability: &str
         mean_ms: p99,
         error_rate,
         sustainability: sustainability.into(),
+        attainment: None,
     }
 }
 
@@ -161,10 +163,43 @@ fn a_curve_that_hardly_bends_takes_its_knee_from_the_plateau() {
             mean_ms: 100.0,
             error_rate: if r > 80.0 { (r - 80.0) / r } else { 0.0 },
             sustainability: "sustained".into(),
+            attainment: None,
         })
         .collect();
     let a = analyse("rps", steps, None);
     let knee = a.knee.as_ref().unwrap();
     assert!((knee.load - 80.0).abs() <= 8.0, "knee {knee:?}: {a:?}");
     assert!(bends(&[100.0, 100.0, 130.0], 1) && !bends(&[100.0, 100.0, 120.0], 1));
+}
+
+#[test]
+fn the_safe_limit_is_the_lower_of_80_percent_of_the_knee_and_the_frontier() {
+    // 16 slots × 100 ms: knee at 16 users, 80 % of it 12.8.
+    let with = |good: &dyn Fn(u32) -> f64| {
+        let users = [2u32, 4, 6, 8, 10, 12, 14, 16, 20, 24, 32];
+        let steps: Vec<SweepStep> = slots(16, 100.0, &users)
+            .into_iter()
+            .zip(users)
+            .map(|(s, u)| SweepStep { attainment: Some(good(u)), ..s })
+            .collect();
+        let mut sw = analyse("users", steps, None);
+        sw.apply_objective(0.99);
+        sw
+    };
+    // An objective every step up to 16 users meets: the knee sets the limit.
+    let loose = with(&|u| if u <= 16 { 1.0 } else { 0.5 });
+    assert_eq!(loose.knee.as_ref().map(|k| k.load), Some(16.0));
+    assert_eq!(loose.frontier.as_ref().map(|f| f.load), Some(16.0));
+    assert_eq!(loose.safe_limit.as_ref().map(|l| l.load), Some(12.8));
+    assert_eq!(loose.safe_limit_set_by.as_deref(), Some("knee"));
+    // One that breaks past 8 users: the frontier at 8 sets it.
+    let tight = with(&|u| if u <= 8 { 0.995 } else { 0.9 });
+    assert_eq!(tight.frontier.as_ref().map(|f| f.load), Some(8.0));
+    assert_eq!(tight.safe_limit.as_ref().map(|l| (l.load, l.rps)), Some((8.0, 80.0)));
+    assert_eq!(tight.safe_limit_set_by.as_deref(), Some("objective"));
+    // A fluke above a miss does not extend the frontier; a first step that misses leaves none.
+    let fluke = with(&|u| if u == 6 { 0.9 } else { 1.0 });
+    assert_eq!(fluke.frontier.as_ref().map(|f| f.load), Some(4.0));
+    let none = with(&|_| 0.5);
+    assert!(none.frontier.is_none() && none.safe_limit.is_none(), "{none:?}");
 }

@@ -114,15 +114,7 @@ pub fn outcomes(s: &Summary, samples: &[Sample], attempts: &[Attempt]) -> Outcom
 /// `samples` against the summary's objective, with the run analysis's own judge.
 fn attainment(s: &Summary, samples: &[Sample]) -> Option<crate::analysis::slo::Attainment> {
     let o = s.objective?;
-    let spans: Vec<crate::analysis::slo::StageSpan> = crate::analysis::spans(s)
-        .into_iter()
-        .zip(&s.stages)
-        .map(|(sp, st)| crate::analysis::slo::StageSpan {
-            from_us: sp.from_us,
-            to_us: sp.to_us,
-            measurable: st.measurable,
-        })
-        .collect();
+    let spans = crate::analysis::slo_spans(s);
     let base = crate::analysis::baseline_stage(s);
     Some(crate::analysis::slo::analyse(&o, samples, &spans, base, s.time_scale, s.load_start_us).0.run)
 }
