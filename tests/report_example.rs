@@ -206,3 +206,43 @@ fn check_and_compare_refuse_damaged_or_foreign_folders_naming_them() {
         says(&chaos().arg("report").arg(&bad).output().unwrap(), others_say, &name, case);
     }
 }
+
+/// The README game day read against its objective (valid within 10 s, 99 %), on the committed
+/// real run: hardened keeps more of the fault's requests within the objective than naive (it
+/// sheds what naive answers too late), the comparison says so first, and the what-if on the
+/// naive run does not recommend naive.
+#[test]
+fn the_game_day_s_verdict_follows_its_objective() {
+    let dir = Path::new("reports/examples/slow-upstream");
+    let read = |v: &str| -> chaos::analysis::Summary {
+        serde_json::from_str(&std::fs::read_to_string(dir.join(v).join("summary.json")).unwrap()).unwrap()
+    };
+    let (naive, hardened) = (read("naive"), read("hardened"));
+    let fault = |s: &chaos::analysis::Summary| {
+        s.stages.iter().find(|st| st.name == "fault").and_then(|st| st.slo.clone()).expect("the fault is judged")
+    };
+    let (n, h) = (fault(&naive), fault(&hardened));
+    assert!(h.attainment > n.attainment + 0.1, "hardened {h:?} naive {n:?}");
+    assert!(n.bad.get("too_slow").copied().unwrap_or(0) > n.bad_total() / 2, "naive answers too late: {n:?}");
+    assert!(h.bad.get("shed").copied().unwrap_or(0) > h.bad_total() / 2, "hardened sheds: {h:?}");
+    let c: chaos::gate::compare::Comparison =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("comparison.json")).unwrap()).unwrap();
+    assert!(c.verdict.len() <= 3, "{:?}", c.verdict);
+    assert!(c.verdict[1].contains("`hardened` is better"), "{:?}", c.verdict);
+    let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    let opening = md.lines().nth(2).unwrap_or_default();
+    assert!(opening.contains("`hardened` is better") && opening.contains("in `fault`"), "{opening}");
+    let attainment = c.rows.iter().find(|r| r.metric == "slo.attainment" && r.phase.is_none()).unwrap();
+    assert!(attainment.change.ends_with("better"), "{attainment:?}");
+    let requests = c.rows.iter().find(|r| r.metric == "requests").unwrap();
+    assert!(!requests.change.contains("better") && !requests.change.contains("worse"), "{requests:?}");
+    let shed = c.rows.iter().find(|r| r.metric == "outcomes.shed_rate" && r.phase.is_none()).unwrap();
+    assert!(!shed.change.contains("worse"), "{shed:?}");
+    let w = naive.whatif.as_ref().expect("the example has a what-if");
+    assert!(!w.verdict.iter().any(|l| l.starts_with("Take **`naive`**")), "{:?}", w.verdict);
+    assert!(
+        w.verdict.first().is_some_and(|l| l.starts_with("Take **") || l.contains("does not clear `naive`")),
+        "{:?}",
+        w.verdict
+    );
+}

@@ -282,9 +282,9 @@ fn change(name: &str, first: Option<f64>, last: Option<f64>, judged: bool) -> St
         return match name {
             _ if delta == "same" => delta,
             "requests" => format!("{delta} (an input)"),
-            "outcomes.shed_rate" if b > a => format!("{delta} (shed at once, on purpose: judge by `slo.attainment`)"),
+            "outcomes.shed_rate" if b > a => format!("{delta} (shed at once, on purpose: judge by slo.attainment)"),
             _ if judged => delta,
-            _ => format!("{delta} (judge by `slo.attainment`)"),
+            _ => format!("{delta} (judge by slo.attainment)"),
         };
     }
     let amount = change_amount(name, a, b);
@@ -304,11 +304,16 @@ fn change(name: &str, first: Option<f64>, last: Option<f64>, judged: bool) -> St
 fn change_amount(name: &str, a: f64, b: f64) -> String {
     let rate = name.ends_with("_rate") || name.ends_with("_share") || name.starts_with("slo.");
     // Differences below what the table shows are no change.
-    if a == b || (rate && ((b - a) * 100.0).abs() < 0.05) || (!rate && a != 0.0 && (b / a - 1.0).abs() < 0.005) {
+    let shown_digits = if name == "slo.budget_burned" { 0.005 } else { 0.05 };
+    if a == b || (rate && ((b - a) * 100.0).abs() < shown_digits) || (!rate && a != 0.0 && (b / a - 1.0).abs() < 0.005)
+    {
         return "same".into();
     }
     if a.is_infinite() || b.is_infinite() {
         return format!("{} → {}", show(name, a), show(name, b));
+    }
+    if name == "slo.budget_burned" {
+        return format!("{:+.2} points", (b - a) * 100.0);
     }
     if rate {
         let points = (b - a) * 100.0;
@@ -400,14 +405,15 @@ mod tests {
         assert_eq!(change("requests", Some(1000.0), Some(900.0), true), "-10 % (an input)");
         assert_eq!(
             change("outcomes.shed_rate", Some(0.0), Some(0.34), true),
-            "+34 points (shed at once, on purpose: judge by `slo.attainment`)"
+            "+34 points (shed at once, on purpose: judge by slo.attainment)"
         );
         assert_eq!(
             change("outcomes.error_rate", Some(0.04), Some(0.17), false),
-            "+13 points (judge by `slo.attainment`)"
+            "+13 points (judge by slo.attainment)"
         );
         assert_eq!(change("slo.attainment", Some(0.382), Some(0.623), true), "+24 points, better");
-        assert_eq!(change("slo.budget_burned", Some(0.02), Some(0.01), true), "-1 points, better");
+        assert_eq!(change("slo.budget_burned", Some(0.02), Some(0.01), true), "-1.00 points, better");
+        assert_eq!(change("slo.budget_burned", Some(0.0021), Some(0.0013), true), "-0.08 points, better");
     }
 
     #[test]

@@ -93,8 +93,8 @@ pub fn verdict(w: &WhatIf, target: Option<f64>, findings: &[Finding]) -> Vec<Str
         Some(b) => {
             let condemned: Vec<&Finding> = findings.iter().filter(|f| f.severity == Severity::Critical).collect();
             let mut line = format!(
-                "No policy simulated keeps at least {:.0} points more {basis} than {} ({}; the best, {}, {}).",
-                BETTER_BY * 100.0,
+                "No policy simulated keeps at least {} more {basis} than {} ({}; the best, {}, {}).",
+                if BETTER_BY == 0.01 { "1 point".to_string() } else { format!("{:.0} points", BETTER_BY * 100.0) },
                 code(&ran.name),
                 share(score(&ran.outcomes)),
                 code(&b.name),
@@ -175,7 +175,7 @@ mod tests {
         let v =
             verdict(&what_if(vec![policy("naive", 0.96, true, None), policy("budget", 0.83, true, None)]), None, &[]);
         assert!(
-            v[0].starts_with("No policy simulated keeps at least 1 points more requests answered `ok` than `naive`"),
+            v[0].starts_with("No policy simulated keeps at least 1 point more requests answered `ok` than `naive`"),
             "{v:?}"
         );
     }
