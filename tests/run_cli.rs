@@ -222,7 +222,15 @@ fn the_ci_gate_fails_the_naive_gateway_and_passes_the_hardened_one() {
 
     let (code, stdout, hardened) = gate_run(dir.path(), "hardened");
     assert_eq!(code, Some(0), "{stdout}");
-    assert!(std::fs::read_to_string(hardened.join("report.md")).unwrap().contains("**Gate: PASSED** (5 checks)"));
+    let hardened_md = std::fs::read_to_string(hardened.join("report.md")).unwrap();
+    assert!(hardened_md.contains("**Gate: PASSED** (5 checks)"), "{hardened_md}");
+    // The recovery phase opens with breaker fallbacks answered in ~2 ms, then answers at the
+    // baseline's ~100 ms: no backlog grew (wave 2 called it "unsustainable" run after run).
+    let summary: chaos::analysis::Summary =
+        serde_json::from_str(&std::fs::read_to_string(hardened.join("summary.json")).unwrap()).unwrap();
+    let recovery = summary.stages.iter().find(|st| st.name == "recovery").unwrap();
+    assert_eq!(recovery.sustainability, chaos::analysis::summary::Sustainability::Sustained, "{recovery:?}");
+    assert!(!hardened_md.contains("| growing |"), "{hardened_md}");
 
     // chaos check: the saved runs give the same verdicts, and the naive run regresses against
     // the hardened one as a baseline (ratios strictly), while the reverse passes.

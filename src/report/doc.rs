@@ -109,7 +109,8 @@ impl Doc {
                     out.push_str("</ul>\n");
                 }
                 Block::Table(header, rows) => {
-                    out.push_str("<table><thead><tr>");
+                    // Wide tables scroll inside their box instead of spilling off the page.
+                    out.push_str("<div class=\"wide\"><table><thead><tr>");
                     for h in header {
                         let _ = write!(out, "<th>{}</th>", inline(h));
                     }
@@ -121,7 +122,7 @@ impl Doc {
                         }
                         out.push_str("</tr>\n");
                     }
-                    out.push_str("</tbody></table>\n");
+                    out.push_str("</tbody></table></div>\n");
                 }
                 Block::Chart(name, alt) => match svg(name) {
                     Some(s) => {
@@ -144,7 +145,7 @@ impl Doc {
 }
 
 const STYLE: &str = "body{font-family:system-ui,sans-serif;max-width:1000px;margin:2em auto;padding:0 1em;color:#222}\
-table{border-collapse:collapse;margin:1em 0}th,td{border:1px solid #ccc;padding:4px 8px;text-align:left}\
+div.wide{overflow-x:auto;max-width:100%}table{border-collapse:collapse;margin:1em 0}th,td{border:1px solid #ccc;padding:4px 8px;text-align:left}\
 th{background:#f3f3f3}figure{margin:1em 0}svg{max-width:100%;height:auto}code{background:#f3f3f3;padding:0 3px}";
 
 /// Escapes text for HTML element content and double-quoted attributes (every attribute the
@@ -245,6 +246,11 @@ fn inline(s: &str) -> String {
             Inline::Strong => toggle(&mut out, &mut open, "strong"),
             Inline::Emphasis => toggle(&mut out, &mut open, "em"),
             Inline::Link { label, target } => {
+                // A link to a report points at its HTML rendering from an HTML page.
+                let target = match target.strip_suffix("report.md") {
+                    Some(dir) => format!("{dir}report.html"),
+                    None => target,
+                };
                 let _ = write!(out, "<a href=\"{}\">{}</a>", escape(&target), escape(&markup::visible(&label)));
             }
         }
@@ -352,11 +358,18 @@ mod tests {
             markup::link("x", "javascript:alert(1)")
         )));
         d.push(Block::Para("**a *b** c* **open".into()));
+        d.push(Block::Para("*Change:* shed".into()));
+        d.push(Block::Table(vec!["a".into()], vec![vec!["1".into()]]));
         let md = d.markdown();
         assert!(md.contains("[naive](naive/report.md) x (`javascript:alert(1)`)"), "{md}");
         assert!(md.contains("**a *b** c* **open**"), "{md}");
         let html = d.html("t", |_| None);
-        assert!(html.contains("<a href=\"naive/report.md\">naive</a> x (<code>javascript:alert(1)</code>)"), "{html}");
+        assert!(
+            html.contains("<a href=\"naive/report.html\">naive</a> x (<code>javascript:alert(1)</code>)"),
+            "{html}"
+        );
         assert!(html.contains("<strong>a <em>b</em></strong><em> c</em> <strong>open</strong>"), "{html}");
+        assert!(html.contains("<p><em>Change:</em> shed</p>") && !html.contains("*Change"), "{html}");
+        assert!(html.contains("<div class=\"wide\"><table>"), "{html}");
     }
 }

@@ -36,7 +36,10 @@ fn change_for(reason: &str) -> &'static str {
         TOO_SLOW => {
             "Answers arrived after users stopped waiting: bound the wait (attempt timeouts and a deadline below the objective's latency, no queueing behind a slowed provider) and shed what cannot be answered in time."
         }
-        "shed" | "rate_limited" => {
+        "rate_limited" => {
+            "The provider's 429s reached users: wait out Retry-After within the request's deadline and retry once, fail over to another provider, or answer from a cache or a declared fallback."
+        }
+        "shed" => {
             "Shedding kept the rest within the objective; to keep more, raise the concurrency limit toward the provider's capacity, fail over to another provider, or answer from a cache or a declared fallback instead of refusing."
         }
         "timeout" => {
