@@ -187,7 +187,7 @@ pub struct EndView {
     pub status: String,
     /// Why it stopped early.
     pub abort_reason: Option<String>,
-    /// The report's headlines (Markdown emphasis removed).
+    /// The ten-second read, then the report's headlines (Markdown emphasis removed).
     pub headlines: Vec<String>,
     /// Findings: (severity, what, change).
     pub findings: Vec<(String, String, String)>,
@@ -701,7 +701,14 @@ impl Live {
             abort_reason: summary.abort_reason.clone(),
             // The report's mini-language as the page shows text (it sets textContent): code
             // spans in plain backticks, no emphasis marks, hidden characters made visible.
-            headlines: crate::report::headlines(summary).iter().map(|l| crate::markup::plain(l)).collect(),
+            // The ten-second read first, as every report opens with it.
+            headlines: summary
+                .story
+                .iter()
+                .cloned()
+                .chain(crate::report::headlines(summary))
+                .map(|l| crate::markup::plain(&l))
+                .collect(),
             findings: summary
                 .findings
                 .iter()

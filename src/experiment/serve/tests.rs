@@ -235,3 +235,18 @@ fn notes_are_capped_in_number_and_size() {
     let taken = (0..hub::MAX_NOTES).take_while(|_| live.observe(ObservationKind::Note, &long, None).is_ok()).count();
     assert_eq!(taken, hub::MAX_NOTES_BYTES / hub::MAX_NOTE_CHARS);
 }
+
+#[test]
+fn the_end_of_a_run_shows_its_ten_second_read_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let live = Live::default();
+    live.begin_run(view(), dir.path(), Clock::from_epoch(std::time::Instant::now()));
+    let mut s = crate::analysis::Summary::empty(crate::analysis::summary::RunIdentity::for_tests());
+    s.story =
+        vec!["Fault `slow` (latency ×6) from 8 s to 30 s at 20 req/s (47 s run).".into(), "Objective missed.".into()];
+    live.end(&s, None, dir.path());
+    let state: serde_json::Value = serde_json::from_str(&live.state_json()).unwrap();
+    let headlines = state.pointer("/end/headlines").and_then(|h| h.as_array()).expect("an end view");
+    assert_eq!(headlines[0], "Fault `slow` (latency ×6) from 8 s to 30 s at 20 req/s (47 s run).");
+    assert_eq!(headlines[1], "Objective missed.");
+}
