@@ -42,6 +42,22 @@ pub const MIN_MEASURED_S: f64 = 1.0;
 /// objective's latency or time to first token).
 pub const TOO_SLOW: &str = "too_slow";
 
+/// A reason for bad requests as a noun for sentences ("shedding 34 %"), one wording for the
+/// comparison and the what-if.
+pub fn reason_noun(reason: &str) -> &str {
+    match reason {
+        TOO_SLOW => "answers too slow",
+        "shed" => "shedding",
+        "rate_limited" => "429s",
+        "timeout" => "timeouts",
+        "error" => "errors",
+        "connect_error" => "connection errors",
+        "invalid" => "broken answers",
+        "fallback" => "fallbacks",
+        other => other,
+    }
+}
+
 /// Requests judged against the objective over some span.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Attainment {
@@ -285,5 +301,7 @@ fn burn_series(seconds: &[(u64, u64)], width_s: f64, rate: f64, pad_bad: f64, bu
     out
 }
 
+#[cfg(test)]
+pub(crate) mod fixture;
 #[cfg(test)]
 mod tests;

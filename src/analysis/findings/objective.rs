@@ -159,49 +159,12 @@ mod tests {
     use super::super::findings;
     use super::*;
     use crate::analysis::in_flight::{InFlight, StageInFlight};
-    use crate::analysis::slo::{self, StageSpan};
-    use crate::analysis::summary::RunIdentity;
-    use crate::record::{Outcome, Sample};
-    use crate::scenario::slo::Slo;
+    use crate::analysis::slo::fixture;
+    use crate::record::Outcome;
 
-    const SEC: u64 = 1_000_000;
-
-    fn objective() -> Slo {
-        Slo { latency_ms: 2000.0, ttft_ms: None, target: 0.99, window_s: 30.0 * 86400.0, fallback_is_good: false }
-    }
-
-    /// A baseline and a fault phase of 60 s each at 10 req/s; `fault(i)` is the outcome of
-    /// the fault's i-th request (all 100 ms answers otherwise), analysed against the objective.
+    /// The fixture's run judged against valid within 2 s, 99 %.
     fn run(fault: impl Fn(u64) -> Outcome) -> Summary {
-        let mut s = Summary::empty(RunIdentity { objective: Some(objective()), ..RunIdentity::for_tests() });
-        let stage = |name: &str, start: f64| -> crate::analysis::StageSummary {
-            serde_json::from_value(serde_json::json!({
-                "name": name, "kind": "phase", "start_s": start, "duration_s": 60.0, "warmup_s": 0.0,
-                "level": {"model": "open", "rate": 10.0}, "requests": 600, "offered_rps": 10.0,
-                "latency_ms": null, "ttft_ms": null, "itl_ms": null, "outcomes": {},
-                "error_rate": 0.0, "valid_rate": 1.0, "upstream_attempts": 600,
-                "attempts_per_request": null, "client_attempts_per_request": null, "schedule": null,
-                "sustainability": "sustained"
-            }))
-            .unwrap()
-        };
-        s.stages = vec![stage("baseline", 0.0), stage("fault", 60.0)];
-        let samples: Vec<Sample> = (0..1200u64)
-            .map(|i| {
-                let t = i * SEC / 10;
-                let outcome = if i >= 600 { fault(i - 600) } else { Outcome::Ok };
-                Sample { stage: u16::from(i >= 600), outcome, ..Sample::answered(i, t, t + 100_000) }
-            })
-            .collect();
-        let spans: Vec<StageSpan> = (0..2)
-            .map(|k| StageSpan { from_us: k * 60 * SEC, to_us: (k + 1) * 60 * SEC, measurable: true, in_run: true })
-            .collect();
-        let (a, stages) = slo::analyse(&objective(), &samples, &spans, Some(0), 1.0, 0);
-        for (st, a) in s.stages.iter_mut().zip(stages) {
-            st.slo = a;
-        }
-        s.slo = Some(a);
-        s
+        fixture::two_phases(Some(fixture::objective()), fault)
     }
 
     #[test]

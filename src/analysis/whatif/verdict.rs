@@ -34,17 +34,7 @@ fn cost(o: &Outcomes) -> String {
             _ => return "nothing".into(),
         },
     };
-    let words = match name.as_str() {
-        "too_slow" => "answers too slow",
-        "shed" => "shedding",
-        "rate_limited" => "429s",
-        "timeout" => "timeouts",
-        "error" => "errors",
-        "connect_error" => "connection errors",
-        "invalid" => "broken answers",
-        "fallback" => "fallbacks",
-        other => other,
-    };
+    let words = crate::analysis::slo::reason_noun(&name);
     format!("{words} {:.0} %", count as f64 / n * 100.0)
 }
 

@@ -6,25 +6,11 @@
 
 use crate::analysis::Summary;
 use crate::analysis::findings::{objective_words, share_against, window_words};
-use crate::analysis::slo::{Attainment, TOO_SLOW};
+use crate::analysis::slo::{Attainment, reason_noun};
 use crate::markup::code;
 
 /// Attainment differences below this (points of share) are a tie.
 pub const TIE: f64 = 0.005;
-
-fn reason_words(r: &str) -> &str {
-    match r {
-        TOO_SLOW => "answers too slow",
-        "shed" => "shedding",
-        "rate_limited" => "429s",
-        "timeout" => "timeouts",
-        "error" => "errors",
-        "connect_error" => "connection errors",
-        "invalid" => "broken answers",
-        "fallback" => "fallbacks",
-        other => other,
-    }
-}
 
 fn pct(v: f64) -> String {
     let p = v * 100.0;
@@ -37,7 +23,7 @@ fn cost(a: &Attainment) -> String {
     bad.sort_by(|x, y| y.1.cmp(x.1).then_with(|| x.0.cmp(y.0)));
     let n = a.requests.max(1) as f64;
     let parts: Vec<String> =
-        bad.iter().take(2).map(|(r, c)| format!("{} {}", reason_words(r), pct(**c as f64 / n))).collect();
+        bad.iter().take(2).map(|(r, c)| format!("{} {}", reason_noun(r), pct(**c as f64 / n))).collect();
     if parts.is_empty() { "nothing".into() } else { parts.join(", ") }
 }
 
