@@ -13,6 +13,10 @@
 #                                        reports/examples/metastability-probe/, full scale
 #                                        (~8 and ~37 min): the report files only — their raw
 #                                        logs (20 MB and more) are left out.
+#   RAW=DIR ci/example-report.sh capacity              keeps the whole run folders in DIR
+#   RAW=DIR REPORT_ONLY=1 ci/example-report.sh capacity  re-analyses the runs kept in DIR
+#                                        (`chaos report`) instead of running them again: for
+#                                        a change to analysis or reports only
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -25,16 +29,25 @@ if [ "${1:-}" = "capacity" ]; then
     done
     cp -r "$1/charts" "$2/"
   }
-  tmp="$(mktemp -d)"
+  tmp="${RAW:-}"
+  if [ -z "$tmp" ]; then
+    tmp="$(mktemp -d)"
+    trap 'rm -rf "$tmp"' EXIT
+  fi
+  mkdir -p "$tmp"
   for n in capacity-sweep metastability-probe; do
-    target/release/chaos run "scenarios/$n.toml" --out "$tmp/$n" --progress lines || true
+    if [ -n "${REPORT_ONLY:-}" ]; then
+      target/release/chaos report "$tmp/$n" >/dev/null || [ $? -eq 1 ]
+    else
+      rm -rf "${tmp:?}/$n"
+      target/release/chaos run "scenarios/$n.toml" --out "$tmp/$n" --progress lines || true
+    fi
     rm -rf "reports/examples/$n"
     keep "$tmp/$n" "reports/examples/$n"
     for v in naive hardened; do
       if [ -d "$tmp/$n/$v" ]; then keep "$tmp/$n/$v" "reports/examples/$n/$v"; fi
     done
   done
-  rm -rf "$tmp"
   echo "regenerated reports/examples/capacity-sweep and reports/examples/metastability-probe"
   exit 0
 fi

@@ -26,6 +26,9 @@ pub struct DeclaredLimits {
     pub sut_sheds: Option<bool>,
     /// The SUT's timeout per upstream attempt, ms.
     pub sut_attempt_timeout_ms: Option<f64>,
+    /// The SUT's deadline per client request, retries included, ms.
+    #[serde(default)]
+    pub sut_deadline_ms: Option<f64>,
     /// Concurrent generations across the mock upstreams (`None`: unlimited).
     pub provider_slots: Option<u32>,
 }
@@ -57,6 +60,10 @@ pub struct StageInFlight {
     pub attempt_mean_ms: f64,
     /// Their p95 time at the upstream, ms.
     pub attempt_p95_ms: f64,
+    /// Their mean time in a provider slot, ms: the time at the upstream less the wait in its
+    /// queue. The provider's slots divided by this is the most it can answer per second.
+    #[serde(default)]
+    pub service_mean_ms: f64,
     /// λ·W̄: the mean in flight Little's law predicts.
     pub little_mean: f64,
     /// λ·W at the p95: the connections a pool needs to hold this stage's traffic.
@@ -103,8 +110,9 @@ pub fn analyse(
     let stages = spans
         .iter()
         .map(|sp| {
-            let mut d: Vec<u64> =
-                attempts.iter().filter(|a| a.t_us >= sp.from_us && a.t_us < sp.to_us).map(|a| a.duration_us).collect();
+            let inside_span = || attempts.iter().filter(|a| a.t_us >= sp.from_us && a.t_us < sp.to_us);
+            let mut d: Vec<u64> = inside_span().map(|a| a.duration_us).collect();
+            let service_us: u64 = inside_span().map(|a| a.duration_us.saturating_sub(a.queue_wait_us)).sum();
             d.sort_unstable();
             let secs = (sp.to_us.saturating_sub(sp.from_us)) as f64 / 1e6;
             let rate = if secs > 0.0 { d.len() as f64 / secs } else { 0.0 };
@@ -133,6 +141,7 @@ pub fn analyse(
                 attempt_rps: rate,
                 attempt_mean_ms: mean_ms,
                 attempt_p95_ms: p95_ms,
+                service_mean_ms: if d.is_empty() { 0.0 } else { service_us as f64 / d.len() as f64 / 1000.0 },
                 little_mean: rate * mean_ms / 1000.0,
                 little_p95: rate * p95_ms / 1000.0,
                 measured_mean: mean(&inside),

@@ -63,6 +63,9 @@ pub struct StageRecord {
     pub latency: Histogram<u64>,
     /// The same, valid answers from an upstream only (what a successful user waited).
     pub latency_valid: Histogram<u64>,
+    /// The same, answers served without any upstream attempt (cache hits, fallbacks): fast
+    /// because no provider was asked, so apart from the upstream answers.
+    pub latency_no_upstream: Histogram<u64>,
     /// The largest latency, µs, exactly (a histogram only knows its bucket's edge).
     pub latency_max_us: u64,
     /// The largest latency of a valid answer, µs, exactly.
@@ -106,6 +109,7 @@ impl StageRecord {
         Self {
             latency: histogram(3),
             latency_valid: histogram(3),
+            latency_no_upstream: histogram(3),
             latency_max_us: 0,
             latency_valid_max_us: 0,
             no_first_token: 0,
@@ -256,6 +260,8 @@ impl Recorder {
         if s.is_valid_upstream_answer() {
             record(&mut stage.latency_valid, s.latency_us());
             stage.latency_valid_max_us = stage.latency_valid_max_us.max(s.latency_us());
+        } else if s.answered_without_upstream() {
+            record(&mut stage.latency_no_upstream, s.latency_us());
         }
         match s.ttft_us {
             Some(t) => record(&mut stage.ttft, t),
@@ -467,6 +473,9 @@ pub struct StageHistograms {
     pub latency: String,
     #[allow(missing_docs)]
     pub latency_valid: String,
+    /// Absent in folders written before it existed: read as empty.
+    #[serde(default)]
+    pub latency_no_upstream: String,
     #[allow(missing_docs)]
     pub ttft: String,
     #[allow(missing_docs)]
@@ -508,6 +517,7 @@ impl StageRecord {
             stage,
             latency: pack(&self.latency),
             latency_valid: pack(&self.latency_valid),
+            latency_no_upstream: pack(&self.latency_no_upstream),
             ttft: pack(&self.ttft),
             itl: pack(&self.itl),
             lag: pack(&self.lag),
@@ -538,7 +548,12 @@ impl StageRecord {
                 r.latency.len()
             )));
         }
-        for (name, x) in [("latency_valid", &r.latency_valid), ("ttft", &r.ttft), ("lag", &r.lag)] {
+        for (name, x) in [
+            ("latency_valid", &r.latency_valid),
+            ("latency_no_upstream", &r.latency_no_upstream),
+            ("ttft", &r.ttft),
+            ("lag", &r.lag),
+        ] {
             at_most(x, name, total)?;
         }
         for (name, x) in [("lag_thirds", &r.lag_thirds), ("latency_thirds", &r.latency_thirds)] {
@@ -552,6 +567,11 @@ impl StageRecord {
         Ok(Self {
             latency: unpack(&h.latency, 3)?,
             latency_valid: unpack(&h.latency_valid, 3)?,
+            latency_no_upstream: if h.latency_no_upstream.is_empty() {
+                histogram(3)
+            } else {
+                unpack(&h.latency_no_upstream, 3)?
+            },
             ttft: unpack(&h.ttft, 3)?,
             itl: unpack(&h.itl, 3)?,
             lag: unpack(&h.lag, 3)?,
@@ -575,6 +595,7 @@ impl StageRecord {
     fn absorb(&mut self, other: &StageRecord) {
         add(&mut self.latency, &other.latency);
         add(&mut self.latency_valid, &other.latency_valid);
+        add(&mut self.latency_no_upstream, &other.latency_no_upstream);
         add(&mut self.ttft, &other.ttft);
         add(&mut self.itl, &other.itl);
         add(&mut self.lag, &other.lag);
@@ -667,6 +688,24 @@ mod tests {
         assert_eq!(stages[0].sut_attempts, (2000, 1000));
     }
 
+    /// A cache hit (an answer without any upstream attempt) is fast because no provider was
+    /// asked: it never counts as an upstream answer's latency, and is kept apart.
+    #[test]
+    fn answers_without_an_upstream_are_kept_apart_from_upstream_answers() {
+        let mut r = Recorder::new(&stages(), 0);
+        r.record(&sample(0, 1000, 900_000, Outcome::Ok));
+        let hit = Sample { sut_attempts: Some(0), ..sample(0, 2000, 2_000, Outcome::Ok) };
+        r.record(&hit);
+        let fallback = Sample { sut_attempts: Some(0), ..sample(0, 3000, 3_000, Outcome::Fallback) };
+        r.record(&fallback);
+        r.record(&Sample { sut_attempts: Some(0), ..sample(0, 4000, 1_000, Outcome::Shed) });
+        let (stages, _) = r.finish();
+        let st = &stages[0];
+        assert_eq!((st.latency_valid.len(), st.latency_no_upstream.len(), st.latency.len()), (1, 2, 4));
+        assert!(st.latency_valid.min() >= 899_000, "the cache hit is not an upstream answer");
+        assert!(st.latency_no_upstream.max() <= 3_010, "a shed is no answer");
+    }
+
     #[test]
     fn warmup_samples_are_left_out_of_their_stage_but_not_of_the_windows() {
         let mut r = Recorder::new(&stages(), 0);
@@ -693,6 +732,9 @@ mod tests {
             let latency = rng.random_range(1_000..900_000u64);
             let outcome = if i % 7 == 0 { Outcome::Timeout } else { Outcome::Ok };
             let mut s = sample(stage, intended, latency, outcome);
+            if i % 11 == 0 {
+                s.sut_attempts = Some(0);
+            }
             s.id = i;
             s.itl_us = vec![(latency / 10) as u32; 3];
             whole.record(&s);
@@ -720,9 +762,14 @@ mod tests {
         }
         let merged = merge_stages(2, &stage_lines).unwrap();
         for (m, w) in merged.iter().zip(&stages_whole) {
-            for (a, b) in
-                [(&m.latency, &w.latency), (&m.itl, &w.itl), (&m.lag, &w.lag), (&m.latency_valid, &w.latency_valid)]
-            {
+            assert!(!w.latency_no_upstream.is_empty());
+            for (a, b) in [
+                (&m.latency, &w.latency),
+                (&m.itl, &w.itl),
+                (&m.lag, &w.lag),
+                (&m.latency_valid, &w.latency_valid),
+                (&m.latency_no_upstream, &w.latency_no_upstream),
+            ] {
                 assert_eq!(a.len(), b.len());
                 for q in [0.5, 0.9, 0.99, 0.999, 1.0] {
                     assert_eq!(a.value_at_quantile(q), b.value_at_quantile(q), "q{q}");

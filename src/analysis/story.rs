@@ -78,7 +78,7 @@ fn happened(s: &Summary) -> String {
                 (kind, _) => format!("{} ({})", code(&f.name), crate::markup::text(kind)),
             };
             let on = f.upstream.as_ref().map_or(String::new(), |u| format!(" on {}", code(u)));
-            let end = f.end_s.map_or("the end".to_string(), |e| format!("{:.0} s", e));
+            let end = f.end_s.map_or("the end".to_string(), |e| format!("{} s", secs(e)));
             let during: Vec<String> = s
                 .stages
                 .iter()
@@ -87,10 +87,30 @@ fn happened(s: &Summary) -> String {
                 .collect::<std::collections::BTreeSet<_>>()
                 .into_iter()
                 .collect();
-            format!("{what}{on} from {:.0} s to {end} at {}", f.start_s, during.join(" and "))
+            format!("{what}{on} from {} s to {end} at {}", secs(f.start_s), during.join(" and "))
         })
         .collect();
-    format!("Fault {} ({:.0} s run).", faults.join("; then "), s.duration_s)
+    format!("Fault {} ({}).", faults.join("; then "), run_length(s))
+}
+
+/// A time on the run's clock as the timeline prints it: one decimal, none when whole.
+fn secs(t: f64) -> String {
+    let v = format!("{t:.1}");
+    v.trim_end_matches(".0").to_string()
+}
+
+/// The run's length, and when it was compressed, what it stands for and how the budget reads.
+fn run_length(s: &Summary) -> String {
+    if s.time_scale > 0.0 && (s.time_scale - 1.0).abs() > 1e-9 {
+        format!(
+            "{} s run at time scale {}, standing for {} s; the budget and alert windows count it at real time",
+            secs(s.duration_s),
+            trim(s.time_scale),
+            secs(s.duration_s / s.time_scale)
+        )
+    } else {
+        format!("{} s run", secs(s.duration_s))
+    }
 }
 
 /// The verdict against the objective, or what is missing without one.

@@ -176,6 +176,10 @@ pub struct StageSummary {
     /// timeouts left out).
     #[serde(default)]
     pub latency_valid_ms: Option<Percentiles>,
+    /// Latency of answers served without any upstream attempt (cache hits, fallbacks), ms:
+    /// kept apart, so answers no provider was asked for never pass for provider latency.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_no_upstream_ms: Option<Percentiles>,
     /// Latency of every request whatever its outcome, ms (a timed-out request counts at the
     /// client timeout: a percentile there is a bound, not a measurement).
     pub latency_ms: Option<Percentiles>,
@@ -193,8 +197,11 @@ pub struct StageSummary {
     pub error_rate: f64,
     /// Share of requests with a usable answer (`ok`).
     pub valid_rate: f64,
-    /// Upstream attempts the mock saw during the stage (by arrival time).
-    pub upstream_attempts: u64,
+    /// Upstream attempts that arrived at the mocks during the stage (by arrival time, whichever
+    /// request they were for; `attempts_per_request` joins them to the stage's requests).
+    /// `upstream_attempts` in folders written before the name said so.
+    #[serde(alias = "upstream_attempts")]
+    pub attempts_arrived: u64,
     /// Upstream attempts made for the stage's requests (joined by request id; by time when
     /// ids are off) per client request.
     pub attempts_per_request: Option<f64>,

@@ -311,7 +311,11 @@ pub(super) fn comparison_text(c: &crate::gate::compare::Comparison) -> String {
     header.push("change".into());
     t.set_header(header);
     for r in c.rows.iter().filter(|r| r.phase.is_none()) {
-        let mut row = vec![visible(&r.metric)];
+        let label = match crate::gate::compare::part_of(&r.metric) {
+            Some(whole) => format!("{} (part of {whole})", r.metric),
+            None => r.metric.clone(),
+        };
+        let mut row = vec![visible(&label)];
         row.extend(r.shown.iter().map(|v| visible(v)));
         row.push(visible(&r.change));
         t.add_row(row);

@@ -44,6 +44,7 @@ fn declared_limits(scenario: &Scenario) -> crate::analysis::in_flight::DeclaredL
             .as_ref()
             .and_then(|p| p.client.attempt_timeout)
             .map(|d| d.as_std().as_secs_f64() * 1000.0),
+        sut_deadline_ms: policy.as_ref().and_then(|p| p.client.deadline).map(|d| d.as_std().as_secs_f64() * 1000.0),
         provider_slots: slots,
     }
 }

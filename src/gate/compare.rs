@@ -89,10 +89,10 @@ const WHOLE_RUN: [&str; 22] = [
     "slo.budget_burned",
     "slo.would_page",
     "requests",
-    "outcomes.error_rate",
-    "outcomes.timeout_rate",
-    "outcomes.shed_rate",
     "outcomes.valid_rate",
+    "outcomes.error_rate",
+    "outcomes.shed_rate",
+    "outcomes.timeout_rate",
     "retry.amplification",
     "retry.amplification.max_window",
     "retry.retry_after_violations",
@@ -113,12 +113,22 @@ const PER_PHASE: [&str; 8] = [
     "slo.attainment",
     "slo.budget_burned",
     "outcomes.error_rate",
-    "outcomes.timeout_rate",
     "outcomes.shed_rate",
+    "outcomes.timeout_rate",
     "latency.p95_ms",
     "latency.p99_ms",
     "retry.amplification",
 ];
+
+/// The metric a rate is part of, for rates that do not add to the others: valid and error
+/// rates split every request (with fallbacks apart), while shed and timeout rates are parts of
+/// the error rate. A table that lists them says so, so no reader adds them to 100 % and more.
+pub fn part_of(metric: &str) -> Option<&'static str> {
+    match metric {
+        "outcomes.shed_rate" | "outcomes.timeout_rate" => Some("outcomes.error_rate"),
+        _ => None,
+    }
+}
 
 /// Why runs cannot be compared: they do not share the scenario, the seed or the time scale.
 pub fn comparable(runs: &[&Summary]) -> Result<(), String> {
@@ -368,6 +378,17 @@ mod tests {
         s.totals.outcomes.insert("ok".into(), requests - failed);
         s.totals.outcomes.insert("timeout".into(), failed);
         s
+    }
+
+    #[test]
+    fn rates_that_are_parts_of_the_error_rate_say_so_and_follow_it() {
+        assert_eq!(part_of("outcomes.shed_rate"), Some("outcomes.error_rate"));
+        assert_eq!(part_of("outcomes.timeout_rate"), Some("outcomes.error_rate"));
+        assert_eq!(part_of("outcomes.valid_rate"), None);
+        let at = |m: &str| WHOLE_RUN.iter().position(|x| *x == m).unwrap();
+        assert!(at("outcomes.valid_rate") < at("outcomes.error_rate"));
+        assert!(at("outcomes.error_rate") < at("outcomes.shed_rate"));
+        assert!(at("outcomes.error_rate") < at("outcomes.timeout_rate"));
     }
 
     #[test]

@@ -153,6 +153,11 @@ impl Sample {
         self.outcome == Outcome::Ok && self.sut_attempts != Some(0)
     }
 
+    /// An answer the SUT served without any upstream attempt: a cache hit or a fallback.
+    pub fn answered_without_upstream(&self) -> bool {
+        matches!(self.outcome, Outcome::Ok | Outcome::Fallback) && self.sut_attempts == Some(0)
+    }
+
     /// Whether the request went the upstream path and could wait in a backlog there: not a
     /// shed, a 429, a fallback or a cache hit, which a SUT answers at once.
     pub fn queued_upstream(&self) -> bool {

@@ -76,7 +76,7 @@ pub fn document(c: &Comparison, charts: &[String]) -> Doc {
     d.push(Block::Heading(2, "Side by side".into()));
     d.push(Block::Table(
         header("metric (whole run)"),
-        c.rows.iter().filter(|r| r.phase.is_none()).map(|r| row(r, code(&r.metric))).collect(),
+        c.rows.iter().filter(|r| r.phase.is_none()).map(|r| row(r, metric_label(&r.metric))).collect(),
     ));
     d.push(Block::Heading(2, "Findings".into()));
     for r in &c.runs {
@@ -90,7 +90,7 @@ pub fn document(c: &Comparison, charts: &[String]) -> Doc {
     let phase_rows: Vec<Vec<String>> = c
         .rows
         .iter()
-        .filter_map(|r| r.phase.as_ref().map(|p| row(r, format!("{}: {}", text(p), code(&r.metric)))))
+        .filter_map(|r| r.phase.as_ref().map(|p| row(r, format!("{}: {}", text(p), metric_label(&r.metric)))))
         .collect();
     if !phase_rows.is_empty() {
         d.push(Block::Heading(2, "By phase".into()));
@@ -128,6 +128,14 @@ pub fn document(c: &Comparison, charts: &[String]) -> Doc {
             .collect(),
     ));
     d
+}
+
+/// A metric's name, and what it is part of when it does not add to the other rates.
+fn metric_label(metric: &str) -> String {
+    match crate::gate::compare::part_of(metric) {
+        Some(whole) => format!("{} (part of {})", code(metric), code(whole)),
+        None => code(metric),
+    }
 }
 
 /// Each run's what-if (`chaos whatif` on the comparison folder), after the comparison itself.

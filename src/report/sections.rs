@@ -83,7 +83,7 @@ fn in_flight(d: &mut Doc, s: &Summary, charts: &[String]) {
     d.push(Block::Heading(2, "In flight at the provider (Little's law)".into()));
     let limits = &s.declared;
     let mut said = vec![format!(
-        "At most {} attempts in flight at the mock upstreams (at {} s), up to {} queued for a slot; at most {} client requests in flight at the system under test.",
+        "At most {} attempts in flight at the mock upstreams at a whole second (at {} s), up to {} queued for a slot; at most {} client requests in flight at the system under test.",
         f.max, f.max_at_s, f.queued_max, f.sut_max
     )];
     if let Some(slots) = limits.provider_slots {
@@ -93,7 +93,11 @@ fn in_flight(d: &mut Doc, s: &Summary, charts: &[String]) {
         said.push(format!("The SUT's pool holds {pool} connections."));
     }
     if let Some(limit) = limits.sut_max_concurrent {
-        said.push(format!("It serves {limit} requests at once before shedding."));
+        said.push(if limits.sut_sheds == Some(true) {
+            format!("It serves {limit} requests at once and sheds the rest (503).")
+        } else {
+            format!("It serves {limit} requests at once and queues the rest.")
+        });
     }
     said.push("Little's law: in flight = arrival rate λ × time at the upstream W; λ·W̄ should match the measured mean, and λ × p95 is what a pool needs to hold the stage.".into());
     d.push(Block::Para(said.join(" ")));
@@ -272,11 +276,15 @@ fn timeline(d: &mut Doc, s: &Summary) {
 /// Phases and sweep steps, with the latency and outcome charts.
 fn stages(d: &mut Doc, s: &Summary, charts: &[String]) {
     d.push(Block::Heading(2, "Phases and steps".into()));
+    d.push(Block::Para(STAGE_SCOPE.into()));
     let (header, rows) = stage_table(s);
     d.push(Block::Table(header, rows));
     chart(d, charts, "latency", "latency percentiles per second with fault windows shaded");
     chart(d, charts, "outcomes", "outcomes per second, stacked");
 }
+
+/// What the stage table counts, and by which clock.
+const STAGE_SCOPE: &str = "Per stage, by intended send time, after its warm-up: requests, `good (SLO)`, latencies and shares. `goodput/s` counts valid upstream answers that completed within the stage (by completion time). `valid` latencies are of valid answers from an upstream, `all` of every outcome, `no-upstream` of answers served without any upstream attempt (cache hits, fallbacks), kept apart. `errors`, `valid` and `fallback` add to 100 % (shed and timeouts are errors). A stage too short to measure says `too few` and is left out of rates, findings and charts.";
 
 /// Time to recover after each fault window.
 fn recovery(d: &mut Doc, s: &Summary) {
@@ -476,7 +484,7 @@ fn capacity(d: &mut Doc, s: &Summary, charts: &[String]) {
         }
         d.push(Block::List(sw.notes.clone()));
         d.push(Block::Table(
-            ["load", "offered/s", "goodput/s", "p50 ms", "p95 ms", "p99 ms", "errors", "steady"]
+            ["load", "offered/s", "goodput/s (by completion)", "p50 ms", "p95 ms", "p99 ms", "errors", "steady"]
                 .iter()
                 .map(|h| (*h).to_string())
                 .collect(),
@@ -806,7 +814,7 @@ pub(super) fn whatif_body(d: &mut Doc, w: &analysis::whatif::WhatIf) {
         rows,
     ));
     d.push(Block::Para(
-        "Same scope and definitions as the rest of this report: requests sent after their stage's warm-up; latency from the intended send time over every outcome; peak = attempts the provider held at once (generating or queued); recovery after the last fault window. Every policy sees the same arrivals and the same provider: the k-th attempt at an upstream draws the latency and faults the k-th attempt of the run drew.".into(),
+        "Same scope and definitions as the rest of this report: requests sent after their stage's warm-up; latency from the intended send time over every outcome; peak = the most attempts the provider held at any instant (generating or queued; the in-flight section samples whole seconds, so its peak can be lower); recovery after the last fault window. Every policy sees the same arrivals and the same provider: the k-th attempt at an upstream draws the latency and faults the k-th attempt of the run drew.".into(),
     ));
     for line in &w.verdict {
         d.push(Block::Para(line.clone()));

@@ -47,3 +47,25 @@ fn a_healthy_run_reads_as_met_and_a_run_without_an_objective_says_what_is_missin
     let s = summary(None, |_| Outcome::Ok);
     assert!(story(&s)[1].starts_with("No objective declared, so no verdict"), "{:?}", story(&s));
 }
+
+#[test]
+fn a_compressed_run_says_what_it_stands_for_and_times_read_as_the_timeline_prints_them() {
+    let mut s = summary(Some(objective()), |_| Outcome::Ok);
+    s.time_scale = 0.25;
+    s.faults[0].start_s = 7.5;
+    s.faults[0].end_s = Some(30.0);
+    s.duration_s = 47.3;
+    let read = story(&s);
+    assert!(read[0].contains("from 7.5 s to 30 s"), "not rounded to 8 s: {}", read[0]);
+    assert!(
+        read[0].ends_with(
+            "(47.3 s run at time scale 0.25, standing for 189.2 s; the budget and alert windows count it at real time)."
+        ),
+        "{}",
+        read[0]
+    );
+    // Every sentence is one sentence: the change a finding names is never two.
+    let shed = summary(Some(objective()), |i| if i % 2 == 0 { Outcome::Shed } else { Outcome::Ok });
+    let change = &story(&shed)[2];
+    assert_eq!(change.matches(". ").count(), 0, "{change}");
+}

@@ -100,6 +100,7 @@ pub fn stage_summary(
         completed_rps: per_s(rec.completed),
         goodput_rps: per_s(rec.good_completed),
         latency_valid_ms: Percentiles::with_max(&rec.latency_valid, rec.latency_valid_max_us),
+        latency_no_upstream_ms: Percentiles::of(&rec.latency_no_upstream),
         latency_ms: Percentiles::with_max(&rec.latency, rec.latency_max_us),
         ttft_ms: Percentiles::of(&rec.ttft),
         no_first_token: if rec.ttft.is_empty() { 0 } else { rec.no_first_token },
@@ -107,7 +108,7 @@ pub fn stage_summary(
         outcomes: outcome_map(&rec.outcomes),
         error_rate: share(rec.outcomes.failed()),
         valid_rate: share(rec.outcomes.get(Outcome::Ok)),
-        upstream_attempts,
+        attempts_arrived: upstream_attempts,
         attempts_per_request: (requests > 0)
             .then(|| round3(attempts_by_id.unwrap_or(upstream_attempts) as f64 / requests as f64)),
         client_attempts_per_request: (requests > 0).then(|| round3(rec.client_attempts as f64 / requests as f64)),
