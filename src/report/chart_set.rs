@@ -1,5 +1,6 @@
 //! Which charts a run gets, and what each shows: built from the analysed [`Series`] and the
-//! summary, never from raw records.
+//! summary, never from raw records. Every time chart names its time basis on its x axis (send,
+//! completion or wall time).
 
 use super::charts::{BarChart, Chart, GridChart, Line, LineChart, Marker};
 use crate::analysis::{self, Series, Summary};
@@ -141,7 +142,7 @@ pub fn charts_for(series: &Series, s: &Summary) -> Vec<(String, Chart)> {
             Chart::Lines(LineChart {
                 title: "In flight: attempts at the mock upstreams (and queued for a slot), client requests at the SUT"
                     .into(),
-                x_label: "time since load start (s), at each whole second".into(),
+                x_label: "wall time since load start (s), at each whole second".into(),
                 y_label: "requests".into(),
                 lines: vec![
                     Line { name: "in flight".into(), points: pts(active), color: 0 },
@@ -180,7 +181,7 @@ pub fn charts_for(series: &Series, s: &Summary) -> Vec<(String, Chart)> {
             "upstream-share".into(),
             Chart::Lines(LineChart {
                 title: "Share of upstream attempts per upstream".into(),
-                x_label: "arrival time at the upstreams since load start (s)".into(),
+                x_label: "attempt send time (arrival at the upstreams) since load start (s)".into(),
                 y_label: "share of attempts (%)".into(),
                 lines,
                 shaded: shade.clone(),
@@ -511,6 +512,52 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         for (name, chart) in charts_for(&series, &s) {
             super::super::charts::write(&chart, dir.path(), &name).unwrap();
+        }
+    }
+
+    /// Issue 25, "every table and chart states its time basis": every time chart a run gets
+    /// (those spanning the load) names send, completion or wall time on its x axis.
+    #[test]
+    fn every_time_chart_names_its_time_basis() {
+        // The committed game day's naive run: it has a what-if, whose timelines are time charts.
+        let s: Summary =
+            serde_json::from_str(include_str!("../../reports/examples/slow-upstream/naive/summary.json")).unwrap();
+        assert!(s.whatif.is_some());
+        let windows = vec![crate::record::WindowSummary {
+            t_s: 0,
+            requests: 1,
+            outcomes: [("ok".to_string(), 1)].into(),
+            latency_ms: None,
+            valid_latency_ms: None,
+            ttft_p95_ms: None,
+        }];
+        let series = Series {
+            latency_width_s: 1,
+            latency: vec![(0.0, [1.0, 2.0, 3.0])],
+            latency_all: vec![(0.0, [1.0, 2.0, 3.0])],
+            windows,
+            amplification: vec![(0.0, 1.0)],
+            in_flight: vec![1, 2],
+            queued: vec![0, 1],
+            sut_in_flight: vec![1, 1],
+            upstream_attempts: [("a".to_string(), vec![1, 2]), ("b".to_string(), vec![2, 1])].into(),
+        };
+        let charts = charts_for(&series, &s);
+        let timed: Vec<&LineChart> = charts
+            .iter()
+            .filter_map(|(_, c)| match c {
+                Chart::Lines(l) if l.x_range.is_some() => Some(l),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(timed.len(), 7, "latency, outcomes, amplification, concurrency, upstream share, 2 what-if");
+        for l in timed {
+            assert!(
+                ["send time", "completion time", "wall time"].iter().any(|b| l.x_label.contains(b)),
+                "{}: {}",
+                l.title,
+                l.x_label
+            );
         }
     }
 }
