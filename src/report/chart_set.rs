@@ -411,7 +411,7 @@ fn condition_charts(s: &Summary) -> Vec<(String, Chart)> {
 }
 
 /// The probe's cells: loads across, triggers down, coloured by outcome, each cell saying it.
-fn probe_grid(p: &analysis::capacity::ProbeAnalysis) -> GridChart {
+pub(super) fn probe_grid(p: &analysis::capacity::ProbeAnalysis) -> GridChart {
     use analysis::capacity::CellVerdict;
     let mut loads: Vec<f64> = p.cells.iter().map(|c| c.fraction).collect();
     loads.sort_by(f64::total_cmp);
