@@ -1,5 +1,6 @@
 //! Which charts a run gets, and what each shows: built from the analysed [`Series`] and the
-//! summary, never from raw records.
+//! summary, never from raw records. Every time chart names its time basis on its x axis (send,
+//! completion or wall time); the sweep's charts leave out the steps too short to measure.
 
 use super::charts::{BarChart, Chart, GridChart, Line, LineChart, Marker};
 use crate::analysis::{self, Series, Summary};
@@ -141,7 +142,7 @@ pub fn charts_for(series: &Series, s: &Summary) -> Vec<(String, Chart)> {
             Chart::Lines(LineChart {
                 title: "In flight: attempts at the mock upstreams (and queued for a slot), client requests at the SUT"
                     .into(),
-                x_label: "time since load start (s), at each whole second".into(),
+                x_label: "wall time since load start (s), at each whole second".into(),
                 y_label: "requests".into(),
                 lines: vec![
                     Line { name: "in flight".into(), points: pts(active), color: 0 },
@@ -180,7 +181,7 @@ pub fn charts_for(series: &Series, s: &Summary) -> Vec<(String, Chart)> {
             "upstream-share".into(),
             Chart::Lines(LineChart {
                 title: "Share of upstream attempts per upstream".into(),
-                x_label: "arrival time at the upstreams since load start (s)".into(),
+                x_label: "attempt send time (arrival at the upstreams) since load start (s)".into(),
                 y_label: "share of attempts (%)".into(),
                 lines,
                 shaded: shade.clone(),
@@ -202,7 +203,8 @@ pub fn charts_for(series: &Series, s: &Summary) -> Vec<(String, Chart)> {
         if let Some(l) = &sw.safe_limit {
             markers.push(Marker { x: l.load, label: format!("safe limit (80 %): {} {}", l.load, sw.unit), color: 2 });
         }
-        let pts = |f: fn(&analysis::sweep::SweepStep) -> f64| sw.steps.iter().map(|st| (st.load, f(st))).collect();
+        let steps = measured_steps(s, None, &sw.steps);
+        let pts = |f: fn(&analysis::sweep::SweepStep) -> f64| steps.iter().map(|st| (st.load, f(st))).collect();
         out.push((
             "sweep-latency".into(),
             Chart::Lines(LineChart {
@@ -321,6 +323,38 @@ fn whatif_charts(
     out
 }
 
+/// The steps of a sweep whose stage was measurable ([`analysis::StageSummary::measurable`]):
+/// a step too short or with too few requests to measure is left out of the sweep's charts.
+/// A sweep's steps are its run's `step` stages of the condition `group` (every `step` stage
+/// without conditions), in order ([`analysis::capacity::sweep_steps`]); each step is matched
+/// with the stage at its place when their loads agree, else with the stage of its load, and a
+/// step without a matching stage is kept.
+fn measured_steps<'a>(
+    s: &Summary,
+    group: Option<&str>,
+    steps: &'a [analysis::sweep::SweepStep],
+) -> Vec<&'a analysis::sweep::SweepStep> {
+    use analysis::summary::Level;
+    let load = |st: &analysis::StageSummary| match st.level {
+        Level::Closed { users } => f64::from(users),
+        Level::Open { rate } => rate,
+    };
+    let stages: Vec<&analysis::StageSummary> =
+        s.stages.iter().filter(|st| st.kind == "step" && (group.is_none() || st.group.as_deref() == group)).collect();
+    steps
+        .iter()
+        .enumerate()
+        .filter(|(i, step)| {
+            let stage = stages
+                .get(*i)
+                .filter(|st| load(st) == step.load)
+                .or_else(|| stages.iter().find(|st| load(st) == step.load));
+            stage.is_none_or(|st| st.measurable)
+        })
+        .map(|(_, step)| step)
+        .collect()
+}
+
 /// The sweep under every condition on one chart each for p99 and goodput, with each
 /// condition's knee and the recommended limit marked.
 fn condition_charts(s: &Summary) -> Vec<(String, Chart)> {
@@ -341,10 +375,8 @@ fn condition_charts(s: &Summary) -> Vec<(String, Chart)> {
             .enumerate()
             .map(|(i, c)| Line {
                 name: c.condition.clone(),
-                points: c
-                    .sweep
-                    .steps
-                    .iter()
+                points: measured_steps(s, Some(&c.condition), &c.sweep.steps)
+                    .into_iter()
                     .filter(|st| st.sustainability != "empty")
                     .map(|st| (st.load, f(st)))
                     .collect(),
@@ -379,7 +411,7 @@ fn condition_charts(s: &Summary) -> Vec<(String, Chart)> {
 }
 
 /// The probe's cells: loads across, triggers down, coloured by outcome, each cell saying it.
-fn probe_grid(p: &analysis::capacity::ProbeAnalysis) -> GridChart {
+pub(super) fn probe_grid(p: &analysis::capacity::ProbeAnalysis) -> GridChart {
     use analysis::capacity::CellVerdict;
     let mut loads: Vec<f64> = p.cells.iter().map(|c| c.fraction).collect();
     loads.sort_by(f64::total_cmp);
@@ -512,5 +544,148 @@ mod tests {
         for (name, chart) in charts_for(&series, &s) {
             super::super::charts::write(&chart, dir.path(), &name).unwrap();
         }
+    }
+
+    fn fixture() -> Summary {
+        serde_json::from_str(include_str!("../../tests/fixtures/slow-upstream-summary.json")).unwrap()
+    }
+
+    /// A run whose stages are sweep steps at 2, 4, …, 10 req/s (of `group`, when given), the
+    /// one at 6 req/s too short to measure, with the sweep (or the conditions) analysed from
+    /// them.
+    fn swept(groups: &[&str]) -> Summary {
+        let mut s = fixture();
+        let template = s.stages[0].clone();
+        s.stages.clear();
+        for g in if groups.is_empty() { vec![None] } else { groups.iter().map(|g| Some(*g)).collect() } {
+            for (i, rate) in [2.0, 4.0, 6.0, 8.0, 10.0].into_iter().enumerate() {
+                s.stages.push(crate::analysis::StageSummary {
+                    name: format!("step-{}", i + 1),
+                    kind: "step".into(),
+                    group: g.map(str::to_string),
+                    level: crate::analysis::summary::Level::Open { rate },
+                    requests: if rate == 6.0 { 1 } else { 100 },
+                    measurable: rate != 6.0,
+                    ..template.clone()
+                });
+            }
+        }
+        let steps =
+            |g: Option<&str>| analysis::capacity::sweep_steps(s.stages.iter().filter(|st| st.group.as_deref() == g));
+        if groups.is_empty() {
+            s.sweep = Some(analysis::sweep::analyse("rps", steps(None), None));
+        } else {
+            s.conditions = groups
+                .iter()
+                .map(|g| analysis::capacity::ConditionSweep {
+                    condition: (*g).into(),
+                    fault_kind: None,
+                    multiplier: None,
+                    sweep: analysis::sweep::analyse("rps", steps(Some(g)), None),
+                    knee_ratio: None,
+                    in_flight_at_recommended: None,
+                })
+                .collect();
+        }
+        s
+    }
+
+    /// Issue 25, "a stage with too few requests to measure is left out of charts": the sweep's
+    /// charts, with conditions and without, draw every measurable step and not the one that
+    /// was too short; the time charts keep every second.
+    #[test]
+    fn a_step_too_short_to_measure_is_left_out_of_the_sweep_charts() {
+        for groups in [&[][..], &["healthy", "slow-x2"][..]] {
+            let s = swept(groups);
+            let charts = charts_for(&Series::default(), &s);
+            let sweep: Vec<&LineChart> = charts
+                .iter()
+                .filter(|(n, _)| n.starts_with("sweep-"))
+                .map(|(_, c)| match c {
+                    Chart::Lines(l) => l,
+                    _ => panic!("a line chart"),
+                })
+                .collect();
+            assert_eq!(sweep.len(), 2, "{groups:?}");
+            for chart in sweep {
+                assert!(!chart.lines.is_empty());
+                for line in &chart.lines {
+                    let loads: Vec<f64> = line.points.iter().map(|p| p.0).collect();
+                    assert_eq!(loads, [2.0, 4.0, 8.0, 10.0], "{groups:?} {}: {}", chart.title, line.name);
+                }
+            }
+        }
+    }
+
+    /// Issue 25, "every table and chart states its time basis": every time chart a run gets
+    /// (those spanning the load) names send, completion or wall time on its x axis.
+    #[test]
+    fn every_time_chart_names_its_time_basis() {
+        // The committed game day's naive run: it has a what-if, whose timelines are time charts.
+        let s: Summary =
+            serde_json::from_str(include_str!("../../reports/examples/slow-upstream/naive/summary.json")).unwrap();
+        assert!(s.whatif.is_some());
+        let windows = vec![crate::record::WindowSummary {
+            t_s: 0,
+            requests: 1,
+            outcomes: [("ok".to_string(), 1)].into(),
+            latency_ms: None,
+            valid_latency_ms: None,
+            ttft_p95_ms: None,
+        }];
+        let series = Series {
+            latency_width_s: 1,
+            latency: vec![(0.0, [1.0, 2.0, 3.0])],
+            latency_all: vec![(0.0, [1.0, 2.0, 3.0])],
+            windows,
+            amplification: vec![(0.0, 1.0)],
+            in_flight: vec![1, 2],
+            queued: vec![0, 1],
+            sut_in_flight: vec![1, 1],
+            upstream_attempts: [("a".to_string(), vec![1, 2]), ("b".to_string(), vec![2, 1])].into(),
+        };
+        let charts = charts_for(&series, &s);
+        let timed: Vec<&LineChart> = charts
+            .iter()
+            .filter_map(|(_, c)| match c {
+                Chart::Lines(l) if l.x_range.is_some() => Some(l),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(timed.len(), 7, "latency, outcomes, amplification, concurrency, upstream share, 2 what-if");
+        for l in timed {
+            assert!(
+                ["send time", "completion time", "wall time"].iter().any(|b| l.x_label.contains(b)),
+                "{}: {}",
+                l.title,
+                l.x_label
+            );
+        }
+    }
+
+    /// Issue 25, "series that coincide stay distinguishable": no chart a run gets has two
+    /// lines with the same stroke (dash and marker), whatever their colours.
+    #[test]
+    fn no_two_lines_of_a_run_chart_share_a_stroke() {
+        let s = swept(&["healthy", "slow-x2", "slow-x3"]);
+        let series = Series {
+            latency_width_s: 1,
+            latency: vec![(0.0, [1.0, 1.0, 1.0])],
+            latency_all: vec![(0.0, [1.0, 1.0, 1.0])],
+            in_flight: vec![1, 1],
+            queued: vec![1, 1],
+            sut_in_flight: vec![1, 1],
+            ..Series::default()
+        };
+        let mut checked = 0;
+        for (name, chart) in charts_for(&series, &s) {
+            if let Chart::Lines(l) = chart {
+                let strokes = l.strokes();
+                let distinct: std::collections::HashSet<_> = strokes.iter().map(|s| (s.dash, s.mark)).collect();
+                assert_eq!(distinct.len(), strokes.len(), "{name}");
+                checked += 1;
+            }
+        }
+        assert!(checked >= 3);
     }
 }
