@@ -205,7 +205,7 @@ pub(super) fn breaches(s: &Summary, out: &mut Vec<Finding>) {
         let Some(a) = st.slo.as_ref().filter(|a| !a.meets(o)) else { continue };
         let Some((main, _)) = a.main_reason() else { continue };
         let setup = Setup::of(s, st, o);
-        ceiling(st, &setup, run.met, out);
+        ceiling(st, a.attainment, &setup, run.met, out);
         push(
             out,
             "slo_breach",
@@ -230,14 +230,14 @@ pub(super) fn breaches(s: &Summary, out: &mut Vec<Finding>) {
 /// A phase whose offered load the provider could not answer at all within the target: its
 /// slots over the time an attempt held one, against the offered rate. No gateway policy fixes
 /// that, and the finding says so before any advice about the gateway.
-fn ceiling(st: &StageSummary, setup: &Setup, run_met: bool, out: &mut Vec<Finding>) {
+fn ceiling(st: &StageSummary, attainment: f64, setup: &Setup, run_met: bool, out: &mut Vec<Finding>) {
     let Some(c) = setup.ceiling.as_ref().filter(|c| c.share() < setup.target) else { return };
     push(
         out,
         "provider_ceiling",
         if run_met { Severity::Warning } else { Severity::Critical },
         "slo.attainment",
-        Some(c.share()),
+        Some(attainment),
         format!(
             "In {} the provider could answer at most {} of the requests: {} slots ÷ {} per attempt = {:.1} req/s against {:.1} offered, so no gateway policy meets the {} target there.",
             code(&st.name),
