@@ -11,7 +11,9 @@
 //!   (*slow*), or not before the cell ends while the trigger is gone (*stuck*: a metastable
 //!   failure); after a stuck cell, the lower load at which the system escaped.
 //!
-//! The recovery rule is [`recovery`]'s (3 good windows in a row against a baseline), on windows
+//! The recovery rule is [`recovery`]'s (3 good windows in a row against a baseline, and under an
+//! objective back to its upstream attainment: a cell answered only from a cache or with
+//! fallbacks, or with valid answers slower than the objective, is not recovered), on windows
 //! that hold at least [`MIN_WINDOW_REQUESTS`] requests at the load's rate: 1 s from 5 req/s up,
 //! wider below, where a second holds too few requests to judge.
 //!
@@ -24,7 +26,8 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::recovery::{self, FaultWindow, STABLE_WINDOWS, SendSecond};
+use super::recovery::{self, Baseline, FaultWindow, STABLE_WINDOWS, SendSecond};
+use super::slo::Slo;
 use super::summary::{Level, StageSummary, Summary};
 use super::sweep::{self, SweepAnalysis, SweepStep};
 use crate::record::Sample;
@@ -94,6 +97,10 @@ pub struct Verification {
     pub baseline_p95_ms: Option<f64>,
     /// Baseline share of requests that were not valid answers.
     pub baseline_error_rate: Option<f64>,
+    /// Under an objective: the upstream attainment it had to reach again (the lower of the
+    /// target and the baseline's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline_attainment_upstream: Option<f64>,
     /// Seconds from the trigger's end until back to the baseline (`null`: never).
     pub recovery_s: Option<f64>,
     /// Back within `within_s`.
@@ -143,9 +150,13 @@ pub struct ProbeCell {
     pub verdict: CellVerdict,
     /// Seconds from the trigger's end until back to the baseline.
     pub recovery_s: Option<f64>,
-    /// Baseline p95 of valid answers, ms.
+    /// Baseline p95 of valid upstream answers, ms.
     pub baseline_p95_ms: Option<f64>,
-    /// After the trigger: p95 of valid answers, ms, and the share not valid.
+    /// Under an objective: the upstream attainment the windows after the trigger had to reach
+    /// again (the lower of the target and the baseline's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline_attainment_upstream: Option<f64>,
+    /// After the trigger: p95 of valid upstream answers (cache hits left out), ms.
     pub after_p95_ms: Option<f64>,
     /// Share of the after stage's requests that were not valid answers.
     pub after_error_rate: Option<f64>,
@@ -322,9 +333,9 @@ struct Windows {
 }
 
 impl Windows {
-    fn new(samples: &[Sample], t0_us: u64, rate: f64) -> Self {
+    fn new(samples: &[Sample], t0_us: u64, rate: f64, slo: Option<&Slo>) -> Self {
         let width_us = window_s(rate) * 1_000_000;
-        Self { t0_us, width_us, w: recovery::by_send_window(samples, t0_us, width_us) }
+        Self { t0_us, width_us, w: recovery::by_send_window(samples, t0_us, width_us, slo) }
     }
 
     fn index(&self, us: u64) -> usize {
@@ -333,11 +344,11 @@ impl Windows {
 
     /// Seconds from `end_us` until [`STABLE_WINDOWS`] windows in a row are good against
     /// `baseline`, among the windows that end by `until_us` (the window the end falls in counts).
-    fn back_after(&self, end_us: u64, until_us: u64, baseline: (f64, f64)) -> Option<f64> {
+    fn back_after(&self, end_us: u64, until_us: u64, baseline: &Baseline) -> Option<f64> {
         let first = self.index(end_us);
         let last = (until_us.saturating_sub(self.t0_us) / self.width_us) as usize; // windows wholly before
         let last = last.min(self.w.len());
-        let good = |x: &SendSecond| recovery::good_second(x, baseline.0, baseline.1);
+        let good = |x: &SendSecond| recovery::good_second(x, baseline);
         (first..last.saturating_sub(STABLE_WINDOWS - 1)).find(|&i| self.w[i..i + STABLE_WINDOWS].iter().all(good)).map(
             |i| {
                 let start_us = self.t0_us + i as u64 * self.width_us;
@@ -350,18 +361,19 @@ impl Windows {
     /// `baseline`, each with at least `min_requests` requests done. From the first window that
     /// starts inside the span (the one it starts in still holds requests of the load before)
     /// to the window it ends in.
-    fn held(&self, span: (u64, u64), baseline: (f64, f64), min_requests: f64) -> bool {
+    fn held(&self, span: (u64, u64), baseline: &Baseline, min_requests: f64) -> bool {
         let a = (self.index(span.0) + 1).min(self.w.len());
         let b = (self.index(span.1.saturating_sub(1)) + 1).min(self.w.len());
         let good =
-            |x: &SendSecond| x.requests as f64 >= min_requests && recovery::good_second(x, baseline.0, baseline.1);
+            |x: &SendSecond| x.requests as f64 >= min_requests && recovery::good_second(x, baseline);
         a < b && self.w[a..b].windows(STABLE_WINDOWS).any(|w| w.iter().all(good))
     }
 }
 
-/// The baseline of `before` and the seconds after `fault`'s end until the requests sent are
-/// back to it, looking no later than `until_s` (s from the load start), in windows sized for
-/// `rate`. `None` when nothing valid was answered in the baseline.
+/// The baseline of `before` (under the run's objective, when it has one) and the seconds
+/// after `fault`'s end until the requests sent are back to it, looking no later than `until_s`
+/// (s from the load start), in windows sized for `rate`. `None` when nothing valid was
+/// answered in the baseline.
 fn back_after(
     s: &Summary,
     samples: &[Sample],
@@ -369,12 +381,13 @@ fn back_after(
     before: &StageSummary,
     fault: &FaultWindow,
     until_s: f64,
-) -> Option<(f64, f64, Option<f64>)> {
+) -> Option<(Baseline, Option<f64>)> {
     let (from, to) = span_us(s, before);
-    let (p95, bad) = recovery::baseline_of(samples, from, to)?;
+    let slo = s.objective.as_ref();
+    let b = recovery::baseline_of(samples, from, to, slo)?;
     let us = |secs: f64| s.load_start_us + (secs * 1e6).round() as u64;
-    let w = Windows::new(samples, s.load_start_us, rate);
-    Some((p95, bad, w.back_after(us(fault.end_s?), us(until_s), (p95, bad))))
+    let w = Windows::new(samples, s.load_start_us, rate, slo);
+    Some((b, w.back_after(us(fault.end_s?), us(until_s), &b)))
 }
 
 /// The verification, when the run held the recommended limit through a trigger.
@@ -389,7 +402,7 @@ pub fn verification(s: &Summary, samples: &[Sample]) -> Option<Verification> {
         Level::Closed { .. } => before.offered_rps,
     };
     let back = back_after(s, samples, rate, before, fault, after.start_s + after.duration_s);
-    let recovery_s = back.and_then(|b| b.2);
+    let recovery_s = back.and_then(|b| b.1);
     Some(Verification {
         load: level_amount(before.level),
         unit: match before.level {
@@ -400,8 +413,9 @@ pub fn verification(s: &Summary, samples: &[Sample]) -> Option<Verification> {
         trigger_start_s: round3(fault.start_s),
         trigger_end_s: round3(end_s),
         within_s,
-        baseline_p95_ms: back.map(|b| b.0),
-        baseline_error_rate: back.map(|b| b.1),
+        baseline_p95_ms: back.map(|b| b.0.p95_ms),
+        baseline_error_rate: back.map(|b| b.0.invalid),
+        baseline_attainment_upstream: back.and_then(|b| b.0.attainment),
         recovery_s,
         verified: recovery_s.is_some_and(|r| r <= within_s),
     })
@@ -417,8 +431,12 @@ pub fn verdict(recovery_s: Option<f64>, within_s: f64) -> CellVerdict {
 }
 
 /// Whether the requests sent during `stage` held the baseline for [`STABLE_WINDOWS`] windows.
-fn escaped(s: &Summary, samples: &[Sample], stage: &StageSummary, baseline: (f64, f64)) -> bool {
-    Windows::new(samples, s.load_start_us, level_amount(stage.level)).held(span_us(s, stage), baseline, 0.0)
+fn escaped(s: &Summary, samples: &[Sample], stage: &StageSummary, baseline: &Baseline) -> bool {
+    Windows::new(samples, s.load_start_us, level_amount(stage.level), s.objective.as_ref()).held(
+        span_us(s, stage),
+        baseline,
+        0.0,
+    )
 }
 
 /// What a probe cell's segment watches while it runs, so it ends as soon as its question is
@@ -439,6 +457,8 @@ pub struct CellWatch {
     pub after_end_us: u64,
     /// Escape steps: span (µs) and rate.
     pub escapes: Vec<(u64, u64, f64)>,
+    /// The scenario's objective, which the recovery rule also holds the windows to.
+    pub objective: Option<Slo>,
 }
 
 impl CellWatch {
@@ -447,17 +467,18 @@ impl CellWatch {
         if now_us < self.after_end_us {
             return false;
         }
-        let Some((p95, bad)) = recovery::baseline_of(samples, self.before.0, self.before.1) else { return true };
-        let w = Windows::new(samples, self.t0_us, self.rate);
-        if w.back_after(self.trigger_end_us, self.after_end_us, (p95, bad)).is_some() {
+        let slo = self.objective.as_ref();
+        let Some(b) = recovery::baseline_of(samples, self.before.0, self.before.1, slo) else { return true };
+        let w = Windows::new(samples, self.t0_us, self.rate, slo);
+        if w.back_after(self.trigger_end_us, self.after_end_us, &b).is_some() {
             return true;
         }
         // A window counts once nearly all its requests are done: one whose slow requests are
         // still out must not look good on its fast ones.
         self.escapes.iter().any(|&(from, to, rate)| {
-            let w = Windows::new(samples, self.t0_us, rate);
+            let w = Windows::new(samples, self.t0_us, rate, slo);
             let expected = rate * w.width_us as f64 / 1e6;
-            from < now_us && w.held((from, to.min(now_us)), (p95, bad), 0.9 * expected)
+            from < now_us && w.held((from, to.min(now_us)), &b, 0.9 * expected)
         })
     }
 }
@@ -509,7 +530,7 @@ fn cell(s: &Summary, samples: &[Sample], id: &str, knee: f64, within_s: f64) -> 
     // The watch after the trigger ran to its end (a run stopped in the middle of it cannot say).
     let complete = after.is_some_and(|a| a.requests > 0 && a.start_s + a.duration_s <= s.duration_s + 0.5);
     let back = after.and_then(|a| back_after(s, samples, rate, before, fault, a.start_s + a.duration_s));
-    let recovery_s = back.and_then(|b| b.2);
+    let recovery_s = back.and_then(|b| b.1);
     let verdict = match (complete, back) {
         (true, Some(_)) => verdict(recovery_s, within_s),
         _ => CellVerdict::Incomplete,
@@ -518,7 +539,7 @@ fn cell(s: &Summary, samples: &[Sample], id: &str, knee: f64, within_s: f64) -> 
         stages.iter().copied().filter(|st| st.part.as_deref() == Some("escape")).collect();
     // Only a stuck cell searches for its escape (a cell that came back ends its segment).
     let escapes: Vec<&StageSummary> = if verdict == CellVerdict::Stuck { escapes } else { Vec::new() };
-    let escape = back.and_then(|(p95, bad, _)| escapes.iter().find(|st| escaped(s, samples, st, (p95, bad))));
+    let escape = back.and_then(|(b, _)| escapes.iter().find(|st| escaped(s, samples, st, &b)));
     let fraction = |st: &StageSummary| round3(level_amount(st.level) / knee);
     Some(ProbeCell {
         cell: id.to_string(),
@@ -528,8 +549,14 @@ fn cell(s: &Summary, samples: &[Sample], id: &str, knee: f64, within_s: f64) -> 
         trigger_s: round3(trigger_s),
         verdict,
         recovery_s,
-        baseline_p95_ms: back.map(|b| b.0),
-        after_p95_ms: after.and_then(|a| a.latency_valid_ms.map(|l| l.p95)),
+        baseline_p95_ms: back.map(|b| b.0.p95_ms),
+        baseline_attainment_upstream: back.and_then(|b| b.0.attainment),
+        // Of valid upstream answers, as the baseline's: a stuck cell's cache hits answered in
+        // 2 ms are no latency after the trigger.
+        after_p95_ms: after.and_then(|a| {
+            let (from, to) = span_us(s, a);
+            recovery::baseline_of(samples, from, to, None).map(|b| b.p95_ms)
+        }),
         after_error_rate: after.map(|a| round3(1.0 - a.valid_rate)),
         after_amplification: after.and_then(|a| a.attempts_per_request),
         after_attainment_upstream: after.and_then(|a| a.slo.as_ref().map(|x| x.attainment_upstream)),

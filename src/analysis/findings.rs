@@ -528,6 +528,7 @@ mod tests {
             baseline_stage: "baseline".into(),
             baseline_p95_ms: 1500.0,
             baseline_error_rate: 0.0,
+            baseline_attainment_upstream: None,
         }];
         s.totals.requests = 100;
         s.totals.outcomes.insert("ok".into(), 70);

@@ -130,10 +130,12 @@ pub fn observations(lines: &[crate::record::Observation], t0_us: u64) -> Vec<sum
 }
 
 /// Recovery after each fault window of the scenario's own timeline, judged against the
-/// baseline: the stage named `baseline`, or else the first stage with requests. Sweep
+/// baseline: the stage named `baseline`, or else the first stage with requests, and under an
+/// objective back to its upstream attainment as well. Sweep
 /// conditions, the verification and the probe cells have verdicts of their own.
 pub fn run_recovery(s: &Summary, samples: &[crate::record::Sample]) -> Vec<recovery::Recovery> {
     let spans = spans(s);
+    let slo = s.objective.as_ref();
     let baseline = s
         .stages
         .iter()
@@ -141,13 +143,11 @@ pub fn run_recovery(s: &Summary, samples: &[crate::record::Sample]) -> Vec<recov
         .or_else(|| s.stages.iter().position(|st| st.requests > 0))
         .and_then(|i| {
             let sp = &spans[i];
-            recovery::baseline_of(samples, sp.from_us, sp.to_us).map(|(p95, bad)| (sp.name.clone(), p95, bad))
+            recovery::baseline_of(samples, sp.from_us, sp.to_us, slo).map(|b| (sp.name.clone(), b))
         });
-    let seconds = recovery::by_send_second(samples, s.load_start_us);
+    let seconds = recovery::by_send_second(samples, s.load_start_us, slo);
     let own: Vec<recovery::FaultWindow> = s.faults.iter().filter(|f| f.group.is_none()).cloned().collect();
-    baseline
-        .map(|(name, p95, bad)| recovery::recovery(&own, &seconds, (&name, p95, bad), s.duration_s))
-        .unwrap_or_default()
+    baseline.map(|(name, b)| recovery::recovery(&own, &seconds, (&name, b), s.duration_s)).unwrap_or_default()
 }
 
 /// The measured part of each stage (after its warm-up), µs on the run clock. Saturating: the

@@ -6,7 +6,11 @@
 //! second counts only on *valid upstream answers*: its share of them is back within
 //! [`ERROR_SLACK`] of the baseline's and their p95 within [`P95_FACTOR`] × + [`P95_SLACK_MS`].
 //! A breaker answering fallbacks in 2 ms has not recovered; a second with fewer than
-//! [`MIN_SECOND_REQUESTS`] requests, or none, breaks the streak. Never back means
+//! [`MIN_SECOND_REQUESTS`] requests, or none, breaks the streak. Under an objective (`[slo]`)
+//! a second must also be back to the objective's *upstream attainment* (good upstream answers
+//! over the requests not answered from a cache): at least the lower of the target and the
+//! baseline's own, less [`ERROR_SLACK`]. Answers that are valid but slower than the objective
+//! do not count as recovered, and neither do cache hits. Never back means
 //! `seconds = null`, `recovered = false`: a metastable failure, the headline of a game day.
 //! Failover: the time from a fault's start until the faulted upstream gets less than
 //! [`FAILOVER_SHARE`] of the attempts for [`STABLE_WINDOWS`] consecutive seconds, each with at
@@ -17,6 +21,7 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::analysis::slo::{Slo, judge};
 use crate::record::{Attempt, Sample};
 
 /// p95 counts as recovered within this factor of the baseline p95…
@@ -72,6 +77,10 @@ pub struct Recovery {
     pub baseline_p95_ms: f64,
     /// Baseline share of requests that were not valid upstream answers.
     pub baseline_error_rate: f64,
+    /// Under an objective: the upstream attainment each second had to reach again (the lower
+    /// of the target and the baseline's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline_attainment_upstream: Option<f64>,
 }
 
 /// `summary.failover[]`.
@@ -97,6 +106,24 @@ pub struct SendSecond {
     pub valid: u64,
     /// p95 latency of the valid answers, ms.
     pub p95_valid_ms: Option<f64>,
+    /// Under an objective: good upstream answers (valid within the objective, not from a
+    /// cache). `None` without one.
+    pub good_upstream: Option<u64>,
+    /// Under an objective: the requests judged for upstream attainment (every request but the
+    /// good ones answered from a cache).
+    pub judged_upstream: u64,
+}
+
+/// What a window must be back to: the baseline's valid-answer p95 and not-valid share, and,
+/// under an objective, the upstream attainment to reach again.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Baseline {
+    /// p95 of valid upstream answers, ms.
+    pub p95_ms: f64,
+    /// Share of requests that were not valid upstream answers.
+    pub invalid: f64,
+    /// Under an objective: the lower of its target and the baseline's upstream attainment.
+    pub attainment: Option<f64>,
 }
 
 /// A valid answer from an upstream: `ok`, and not answered without an upstream attempt.
@@ -113,22 +140,38 @@ fn p95_ms(mut v: Vec<u64>) -> Option<f64> {
     Some(v[i] as f64 / 1000.0)
 }
 
-/// Requests by second of intended send time from `t0_us`.
-pub fn by_send_second(samples: &[Sample], t0_us: u64) -> Vec<SendSecond> {
-    by_send_window(samples, t0_us, 1_000_000)
+/// Requests by second of intended send time from `t0_us`, judged against `slo` when given.
+pub fn by_send_second(samples: &[Sample], t0_us: u64, slo: Option<&Slo>) -> Vec<SendSecond> {
+    by_send_window(samples, t0_us, 1_000_000, slo)
+}
+
+/// Adds one request's judgement under `slo` to `(good, judged)`.
+fn judge_upstream(s: &Sample, slo: &Slo, good: &mut u64, judged: &mut u64) {
+    match judge(s, slo) {
+        Ok(true) => {}
+        Ok(false) => {
+            *good += 1;
+            *judged += 1;
+        }
+        Err(_) => *judged += 1,
+    }
 }
 
 /// Requests by window of `width_us` of intended send time from `t0_us` (for low rates, where a
 /// second holds too few requests to judge).
-pub fn by_send_window(samples: &[Sample], t0_us: u64, width_us: u64) -> Vec<SendSecond> {
+pub fn by_send_window(samples: &[Sample], t0_us: u64, width_us: u64, slo: Option<&Slo>) -> Vec<SendSecond> {
     let width_us = width_us.max(1);
     let sec = |s: &Sample| (s.intended_us.saturating_sub(t0_us) / width_us) as usize;
     let Some(last) = samples.iter().map(sec).max() else { return Vec::new() };
     let mut latencies: Vec<Vec<u64>> = vec![Vec::new(); last + 1];
-    let mut out = vec![SendSecond::default(); last + 1];
+    let blank = SendSecond { good_upstream: slo.map(|_| 0), ..SendSecond::default() };
+    let mut out = vec![blank; last + 1];
     for s in samples {
         let i = sec(s);
         out[i].requests += 1;
+        if let (Some(slo), SendSecond { good_upstream: Some(good), judged_upstream, .. }) = (slo, &mut out[i]) {
+            judge_upstream(s, slo, good, judged_upstream);
+        }
         if valid(s) {
             out[i].valid += 1;
             latencies[i].push(s.latency_us());
@@ -141,21 +184,36 @@ pub fn by_send_window(samples: &[Sample], t0_us: u64, width_us: u64) -> Vec<Send
 }
 
 /// The baseline to recover to, from the requests sent in `[from_us, to_us)`: the p95 of the
-/// valid answers (ms) and the share of requests that were not valid answers.
-pub fn baseline_of(samples: &[Sample], from_us: u64, to_us: u64) -> Option<(f64, f64)> {
+/// valid answers (ms), the share of requests that were not valid answers and, under `slo`,
+/// the upstream attainment to reach again. `None` when nothing valid was answered.
+pub fn baseline_of(samples: &[Sample], from_us: u64, to_us: u64, slo: Option<&Slo>) -> Option<Baseline> {
     let span: Vec<&Sample> = samples.iter().filter(|s| s.intended_us >= from_us && s.intended_us < to_us).collect();
     let good: Vec<u64> = span.iter().filter(|s| valid(s)).map(|s| s.latency_us()).collect();
     let invalid = 1.0 - good.len() as f64 / span.len().max(1) as f64;
-    p95_ms(good).map(|p| (p, (invalid * 1000.0).round() / 1000.0))
+    let attainment = slo.map(|slo| {
+        let (mut good, mut judged) = (0, 0);
+        span.iter().for_each(|s| judge_upstream(s, slo, &mut good, &mut judged));
+        let own = if judged == 0 { 0.0 } else { good as f64 / judged as f64 };
+        (own.min(slo.target) * 1000.0).round() / 1000.0
+    });
+    p95_ms(good).map(|p| Baseline { p95_ms: p, invalid: (invalid * 1000.0).round() / 1000.0, attainment })
 }
 
-/// Whether the requests sent in second `s` were served as in a baseline of valid-answer p95
-/// `p95` (ms) and not-valid share `invalid`: enough of them, their not-valid share within
-/// [`ERROR_SLACK`], their p95 within [`P95_FACTOR`] × + [`P95_SLACK_MS`].
-pub fn good_second(s: &SendSecond, p95: f64, invalid: f64) -> bool {
+/// Whether the requests sent in second `s` were served as in `b`: enough of them, their
+/// not-valid share within [`ERROR_SLACK`], their p95 within [`P95_FACTOR`] × +
+/// [`P95_SLACK_MS`], and under an objective their upstream attainment at least `b`'s less
+/// [`ERROR_SLACK`].
+pub fn good_second(s: &SendSecond, b: &Baseline) -> bool {
+    let objective = match (b.attainment, s.good_upstream) {
+        (Some(floor), Some(good)) => {
+            s.judged_upstream > 0 && good as f64 / s.judged_upstream as f64 >= floor - ERROR_SLACK
+        }
+        _ => true,
+    };
     s.requests >= MIN_SECOND_REQUESTS
-        && 1.0 - s.valid as f64 / s.requests as f64 <= invalid + ERROR_SLACK
-        && s.p95_valid_ms.is_some_and(|l| l <= p95 * P95_FACTOR + P95_SLACK_MS)
+        && 1.0 - s.valid as f64 / s.requests as f64 <= b.invalid + ERROR_SLACK
+        && s.p95_valid_ms.is_some_and(|l| l <= b.p95_ms * P95_FACTOR + P95_SLACK_MS)
+        && objective
 }
 
 /// Recovery after each fault that ends before the run does. `baseline` is (stage name, p95
@@ -163,11 +221,11 @@ pub fn good_second(s: &SendSecond, p95: f64, invalid: f64) -> bool {
 pub fn recovery(
     faults: &[FaultWindow],
     seconds: &[SendSecond],
-    baseline: (&str, f64, f64),
+    baseline: (&str, Baseline),
     run_end_s: f64,
 ) -> Vec<Recovery> {
-    let (stage, p95, invalid) = baseline;
-    let good = |s: &SendSecond| good_second(s, p95, invalid);
+    let (stage, b) = baseline;
+    let good = |s: &SendSecond| good_second(s, &b);
     faults
         .iter()
         .filter_map(|f| f.end_s.filter(|&e| e < run_end_s).map(|end| (f, end)))
@@ -183,8 +241,9 @@ pub fn recovery(
                 seconds,
                 recovered: seconds.is_some(),
                 baseline_stage: stage.to_string(),
-                baseline_p95_ms: p95,
-                baseline_error_rate: invalid,
+                baseline_p95_ms: b.p95_ms,
+                baseline_error_rate: b.invalid,
+                baseline_attainment_upstream: b.attainment,
             }
         })
         .collect()
@@ -268,8 +327,57 @@ mod tests {
     }
 
     fn recovered(samples: &[Sample], end: f64, run_end: f64) -> Option<f64> {
-        let base = baseline_of(samples, 0, 10 * SEC).expect("a baseline");
-        recovery(&[fault(Some(end))], &by_send_second(samples, 0), ("baseline", base.0, base.1), run_end)[0].seconds
+        recovered_under(samples, end, run_end, None)
+    }
+
+    fn recovered_under(samples: &[Sample], end: f64, run_end: f64, slo: Option<&Slo>) -> Option<f64> {
+        let base = baseline_of(samples, 0, 10 * SEC, slo).expect("a baseline");
+        recovery(&[fault(Some(end))], &by_send_second(samples, 0, slo), ("baseline", base), run_end)[0].seconds
+    }
+
+    fn objective(latency_ms: f64) -> Slo {
+        Slo { latency_ms, ttft_ms: None, target: 0.99, window_s: 30.0 * 86400.0, fallback_is_good: false }
+    }
+
+    /// Baseline 400 ms; after the fault (20 s) answers take 500 ms until 26 s: inside the
+    /// baseline rule (≤ 400 × 1.25 + 50 ms), outside a 450 ms objective.
+    #[test]
+    fn under_an_objective_valid_but_slow_answers_are_not_a_recovery() {
+        let s = samples(40, |t| match t {
+            10..20 => (2000, Outcome::Ok, Some(1)),
+            20..26 => (500, Outcome::Ok, Some(1)),
+            _ => (400, Outcome::Ok, Some(1)),
+        });
+        assert_eq!(recovered(&s, 20.0, 40.0), Some(0.0), "the baseline rule alone");
+        assert_eq!(recovered_under(&s, 20.0, 40.0, Some(&objective(450.0))), Some(6.0));
+        assert_eq!(recovered_under(&s, 20.0, 40.0, Some(&objective(600.0))), Some(0.0), "500 ms is good at 600");
+        let base = baseline_of(&s, 0, 10 * SEC, Some(&objective(450.0))).unwrap();
+        assert_eq!(base.attainment, Some(0.99), "the baseline met the target: the target is the floor");
+    }
+
+    /// Half the requests are cache hits throughout. From 20 s to 27 s the upstream answers time
+    /// out: the cache keeps half the users happy, which is not a recovery of the provider path.
+    /// Cache hits are left out of the upstream share, so the baseline's own is 100 %.
+    #[test]
+    fn under_an_objective_cache_hits_neither_count_as_recovery_nor_dilute_it() {
+        let s: Vec<Sample> = samples(40, |t| match t {
+            10..27 => (5000, Outcome::Timeout, Some(1)),
+            _ => (100, Outcome::Ok, Some(1)),
+        })
+        .into_iter()
+        .map(|mut x| {
+            if x.id % 2 == 0 {
+                x.outcome = Outcome::Ok;
+                x.sut_attempts = Some(0);
+                x.done_us = x.intended_us + 1000;
+            }
+            x
+        })
+        .collect();
+        let slo = objective(1000.0);
+        let base = baseline_of(&s, 0, 10 * SEC, Some(&slo)).unwrap();
+        assert_eq!(base.attainment, Some(0.99));
+        assert_eq!(recovered_under(&s, 20.0, 40.0, Some(&slo)), Some(7.0));
     }
 
     #[test]
@@ -306,9 +414,9 @@ mod tests {
     fn a_metastable_failure_did_not_recover() {
         let s = samples(40, |t| if t < 20 { (100, Outcome::Ok, Some(1)) } else { (120, Outcome::Error, Some(4)) });
         assert_eq!(recovered(&s, 20.0, 40.0), None);
-        let base = baseline_of(&s, 0, 10 * SEC).unwrap();
+        let base = baseline_of(&s, 0, 10 * SEC, None).unwrap();
         assert!(
-            recovery(&[fault(None)], &by_send_second(&s, 0), ("baseline", base.0, base.1), 40.0).is_empty(),
+            recovery(&[fault(None)], &by_send_second(&s, 0, None), ("baseline", base), 40.0).is_empty(),
             "no end, nothing to recover from"
         );
     }

@@ -59,6 +59,9 @@ fn happened(s: &Summary) -> String {
     let own: Vec<_> = s.faults.iter().filter(|f| f.group.is_none()).collect();
     let steps = s.stages.iter().filter(|st| st.kind == "step").count();
     if own.is_empty() {
+        if let Some(p) = probe_cells(s) {
+            return p;
+        }
         if steps > 0 {
             let conditions: Vec<String> = s.conditions.iter().map(|c| code(&c.condition)).collect();
             return format!(
@@ -91,6 +94,47 @@ fn happened(s: &Summary) -> String {
         })
         .collect();
     format!("Fault {} ({}).", faults.join("; then "), run_length(s))
+}
+
+/// A metastability probe, as its grid: how many cells, at which fractions of which knee, with
+/// which triggers. `None` when the run did not probe.
+fn probe_cells(s: &Summary) -> Option<String> {
+    let p = s.probe.as_ref().filter(|p| !p.cells.is_empty())?;
+    let mut fractions: Vec<f64> = p.cells.iter().map(|c| c.fraction).collect();
+    fractions.sort_by(f64::total_cmp);
+    fractions.dedup();
+    let mut triggers: Vec<String> = Vec::new();
+    for c in &p.cells {
+        let t = code(&c.trigger);
+        if !triggers.contains(&t) {
+            triggers.push(t);
+        }
+    }
+    let loads = match (fractions.first(), fractions.last()) {
+        (Some(lo), Some(hi)) if lo < hi => format!("{} to {} × the knee", trim(*lo), trim(*hi)),
+        (Some(f), _) => format!("{} × the knee", trim(*f)),
+        _ => String::new(),
+    };
+    let outcome = match (p.stuck, p.slow) {
+        (0, 0) => "every cell recovered".to_string(),
+        (stuck, slow) => {
+            let mut parts = Vec::new();
+            if stuck > 0 {
+                parts.push(format!("{stuck} stuck"));
+            }
+            if slow > 0 {
+                parts.push(format!("{slow} slow to recover"));
+            }
+            format!("{} of {}", parts.join(", "), p.cells.len())
+        }
+    };
+    Some(format!(
+        "A metastability probe of {} cells, loads of {loads} ({} req/s) each through {}: {outcome} ({}).",
+        p.cells.len(),
+        trim(p.knee_rps),
+        triggers.join(" and "),
+        run_length(s)
+    ))
 }
 
 /// A time on the run's clock as the timeline prints it: one decimal, none when whole.

@@ -197,6 +197,7 @@ async fn probe(run: &mut Segments<'_>, p: &Probe, knee: f64) -> Result<(), RunEr
                     .filter(|s| s.part == Some(Part::Escape))
                     .map(|s| (us(s.start), us(s.end()), s.level.amount()))
                     .collect(),
+                objective: run.plan.scenario.slo,
             };
             let fault_name = fault.name.clone();
             run.place(fault)?;

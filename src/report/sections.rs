@@ -615,19 +615,28 @@ fn verification(d: &mut Doc, s: &Summary) {
         (Some(p), Some(e)) => format!("p95 {} ms and {} not valid", ms(p), pct(e)),
         _ => "no valid answers before the trigger".into(),
     };
+    let base = match v.baseline_attainment_upstream {
+        Some(a) => format!("{base}, and {} good upstream answers under the objective", pct(a)),
+        None => base,
+    };
     let back = match v.recovery_s {
         Some(r) => format!("back to the baseline ({base}) **{r} s** after it ended"),
         None => format!("**never back** to the baseline ({base}) before the hold ended"),
     };
     d.push(Block::Para(format!(
-        "The limit is **{}**: {} {} held, {} fired from {:.1} s to {:.1} s; {back} (the limit needs {} s or less; back = 3 seconds in a row with p95 within 1.25× + 50 ms and errors within 2 points of the baseline).",
+        "The limit is **{}**: {} {} held, {} fired from {:.1} s to {:.1} s; {back} (the limit needs {} s or less; back = 3 seconds in a row with p95 within 1.25× + 50 ms and errors within 2 points of the baseline{}).",
         if v.verified { "VERIFIED" } else { "NOT VERIFIED" },
         v.load,
         v.unit,
         code(&v.trigger),
         v.trigger_start_s,
         v.trigger_end_s,
-        v.within_s
+        v.within_s,
+        if v.baseline_attainment_upstream.is_some() {
+            ", and good upstream answers within 2 points of that share; cache hits and fallbacks do not count"
+        } else {
+            ""
+        }
     )));
     if !v.verified {
         d.push(Block::Para(
@@ -641,8 +650,14 @@ fn probe(d: &mut Doc, s: &Summary, charts: &[String]) {
     let Some(p) = &s.probe else { return };
     d.push(Block::Heading(2, "Metastability probe".into()));
     d.push(Block::Para(format!(
-        "Each cell held a load (a fraction of the knee, {:.1} req/s), fired a trigger, ended it, and watched: **recovered** = back to the cell's baseline within {} s; **slow** = back later; **stuck** = not back while the trigger was gone — a metastable failure. After a stuck cell the load was lowered step by step until the system came back (\"out at\").",
-        p.knee_rps, p.within_s
+        "Each cell held a load (a fraction of the knee, {:.1} req/s), fired a trigger, ended it, and watched: **recovered** = back to the cell's baseline within {} s{}; **slow** = back later; **stuck** = not back while the trigger was gone — a metastable failure. After a stuck cell the load was lowered step by step until the system came back (\"out at\").",
+        p.knee_rps,
+        p.within_s,
+        if p.cells.iter().any(|c| c.baseline_attainment_upstream.is_some()) {
+            " (3 windows in a row with valid upstream answers' p95 within 1.25× + 50 ms, not-valid share within 2 points, and good upstream answers under the objective within 2 points of the lower of the target and the baseline's share: answers from a cache or fallbacks never count)"
+        } else {
+            " (3 windows in a row with valid upstream answers' p95 within 1.25× + 50 ms and their share within 2 points)"
+        }
     )));
     let mut lines = Vec::new();
     match (p.max_recovering_fraction, p.min_stuck_fraction) {
@@ -683,8 +698,8 @@ fn probe(d: &mut Doc, s: &Summary, charts: &[String]) {
             "trigger",
             "verdict",
             "back after",
-            "valid p95 before",
-            "valid p95 after",
+            "valid upstream p95 before",
+            "valid upstream p95 after",
             "not valid after",
             "good upstream after (SLO)",
             "attempts/request after",

@@ -259,3 +259,51 @@ fn a_low_rate_cell_is_judged_on_wider_windows() {
     assert_eq!((c.verdict, c.recovery_s), (CellVerdict::Recovered, Some(3.0)), "{c:?}");
     assert_eq!(c.fraction, 0.25);
 }
+
+/// One probe cell at 10 req/s (knee 20), trigger 10–15 s, baseline answers in 100 ms. After the
+/// trigger the answers take 140 ms until 25 s: back to the baseline's shape at once (within
+/// 100 × 1.25 + 50 ms), but not to a 120 ms objective until 25 s. A second cell is answered
+/// only from a cache after its trigger: stuck under any rule, and its cache hits are no
+/// latency "after".
+#[test]
+fn under_an_objective_a_cell_recovers_when_its_upstream_answers_meet_it_again() {
+    let open = serde_json::json!({"model": "open", "rate": 10.0});
+    let cell = |id: &str, at: f64| {
+        vec![
+            stage(&format!("{id}/before"), "probe", id, Some("before"), at, 10.0, open.clone()),
+            stage(&format!("{id}/trigger"), "probe", id, Some("trigger"), at + 10.0, 5.0, open.clone()),
+            stage(&format!("{id}/after"), "probe", id, Some("after"), at + 15.0, 15.0, open.clone()),
+        ]
+    };
+    let plan = PlanSettings { verify_within_s: None, probe_within_s: Some(20.0), probe_knee_rps: Some(20.0) };
+    let mut s = Summary::empty(identity(
+        vec![window("cell-1:slow", "cell-1", 10.0, 15.0, Some(3.0)), window("cell-2:slow", "cell-2", 40.0, 45.0, Some(3.0))],
+        Some(plan),
+    ));
+    s.stages = [cell("cell-1", 0.0), cell("cell-2", 30.0)].concat();
+    s.duration_s = 61.0;
+    let samples: Vec<Sample> = traffic(0, 60, |t| (10..15).contains(&t) || (40..45).contains(&t))
+        .into_iter()
+        .map(|mut x| {
+            let t = x.intended_us / SEC;
+            if (15..25).contains(&t) {
+                x.done_us = x.intended_us + 140_000;
+            }
+            if t >= 45 {
+                (x.outcome, x.sut_attempts, x.done_us) = (Outcome::Ok, Some(0), x.intended_us + 1_000);
+            }
+            x
+        })
+        .collect();
+    let before = probe(&s, &samples).unwrap();
+    assert_eq!((before.cells[0].verdict, before.cells[0].recovery_s), (CellVerdict::Recovered, Some(0.0)));
+    assert_eq!(before.cells[0].baseline_attainment_upstream, None, "no objective, no floor");
+
+    s.objective = Some(Slo { latency_ms: 120.0, ttft_ms: None, target: 0.99, window_s: 2_592_000.0, fallback_is_good: false });
+    let p = probe(&s, &samples).unwrap();
+    let (a, b) = (&p.cells[0], &p.cells[1]);
+    assert_eq!((a.verdict, a.recovery_s), (CellVerdict::Recovered, Some(10.0)), "{a:?}");
+    assert_eq!(a.baseline_attainment_upstream, Some(0.99));
+    assert_eq!(b.verdict, CellVerdict::Stuck, "{b:?}");
+    assert_eq!(b.after_p95_ms, None, "cache hits are no upstream latency: {b:?}");
+}

@@ -69,3 +69,53 @@ fn a_compressed_run_says_what_it_stands_for_and_times_read_as_the_timeline_print
     let change = &story(&shed)[2];
     assert_eq!(change.matches(". ").count(), 0, "{change}");
 }
+
+/// A probe's faults all belong to its cells: the story names the probe and its grid, not "No
+/// fault" and a list of every stage's load.
+#[test]
+fn a_probe_run_reads_as_its_grid_and_how_many_cells_stuck() {
+    use crate::analysis::capacity::{CellVerdict, ProbeAnalysis, ProbeCell};
+    let mut s = summary(Some(objective()), |_| Outcome::Ok);
+    s.faults.iter_mut().for_each(|f| f.group = Some("cell-1".into()));
+    let cell = |id: &str, trigger: &str, fraction: f64, verdict: CellVerdict| ProbeCell {
+        cell: id.into(),
+        trigger: trigger.into(),
+        fraction,
+        rate: fraction * 8.0,
+        trigger_s: 15.0,
+        verdict,
+        recovery_s: None,
+        baseline_p95_ms: Some(1000.0),
+        baseline_attainment_upstream: None,
+        after_p95_ms: None,
+        after_error_rate: None,
+        after_amplification: None,
+        after_attainment_upstream: None,
+        escape_fraction: None,
+        escape_tried_to: None,
+    };
+    s.probe = Some(ProbeAnalysis {
+        knee_rps: 8.0,
+        within_s: 10.0,
+        cells: vec![
+            cell("cell-1", "slow-x3", 0.3, CellVerdict::Recovered),
+            cell("cell-2", "slow-x3", 0.9, CellVerdict::Stuck),
+            cell("cell-3", "slow-x5", 0.3, CellVerdict::Slow),
+            cell("cell-4", "slow-x5", 0.9, CellVerdict::Stuck),
+        ],
+        stuck: 2,
+        slow: 1,
+        max_recovering_fraction: Some(0.3),
+        min_stuck_fraction: Some(0.9),
+    });
+    let read = story(&s);
+    assert_eq!(
+        read[0],
+        "A metastability probe of 4 cells, loads of 0.3 to 0.9 × the knee (8 req/s) each through `slow-x3` and \
+         `slow-x5`: 2 stuck, 1 slow to recover of 4 (120 s run).",
+    );
+    assert!(!read[0].contains("No fault"));
+    s.probe.as_mut().unwrap().cells.iter_mut().for_each(|c| c.verdict = CellVerdict::Recovered);
+    (s.probe.as_mut().unwrap().stuck, s.probe.as_mut().unwrap().slow) = (0, 0);
+    assert!(story(&s)[0].contains(": every cell recovered ("), "{}", story(&s)[0]);
+}
