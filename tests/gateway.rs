@@ -1,5 +1,8 @@
-//! The reference gateway against the mock: each incident of DESIGN.md, under the naive policy
-//! (which must reproduce it) and the hardened one (which must not).
+//! The reference gateway against the mock: each incident the tool exists to reproduce (a slow
+//! provider whose immediate retries multiply the load, 429s feeding a retry loop, hung requests
+//! starving the pool, cache entries expiring together, failover ejecting replicas until none are
+//! left; see docs/gateway.md), under the naive policy (which must reproduce it) and the hardened
+//! one (which must not).
 
 mod common;
 

@@ -26,7 +26,7 @@ pub struct RunData {
     /// The 1 s windows.
     pub windows: Vec<WindowSummary>,
     /// `whatif.json`, when `chaos whatif` has been run on the folder.
-    pub whatif: Option<super::whatif::WhatIf>,
+    pub whatif: Option<super::policy_outcomes::WhatIf>,
     /// `observations.ndjson`: the room's notes and the facilitator's actions.
     pub observations: Vec<crate::record::Observation>,
 }

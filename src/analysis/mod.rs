@@ -21,7 +21,7 @@ pub mod stampede;
 pub mod story;
 pub mod summary;
 pub mod sweep;
-pub mod whatif;
+pub mod policy_outcomes;
 
 pub use data::RunData;
 pub use series::Series;

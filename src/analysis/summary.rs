@@ -368,7 +368,7 @@ pub struct Summary {
     pub probe: Option<ProbeAnalysis>,
     /// The run replayed under other retry and protection policies (`chaos whatif`), once made.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub whatif: Option<crate::analysis::whatif::WhatIf>,
+    pub whatif: Option<crate::analysis::policy_outcomes::WhatIf>,
     /// What the room wrote down during the run (the live page, `chaos note`) and what the
     /// facilitator did there, in time order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -27,8 +27,8 @@ pub fn generate(format: Format) -> String {
         Format::Gateway => render::<GatewayConfig>(),
         Format::Summary => render::<crate::report::SummaryFile>(),
         Format::Comparison => render::<crate::gate::compare::Comparison>(),
-        Format::Policy => render::<crate::analysis::whatif::Policy>(),
-        Format::Whatif => render::<crate::analysis::whatif::WhatIf>(),
+        Format::Policy => render::<crate::whatif::Policy>(),
+        Format::Whatif => render::<crate::analysis::policy_outcomes::WhatIf>(),
     }
 }
 

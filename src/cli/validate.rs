@@ -68,7 +68,7 @@ fn check(path: &std::path::Path, kind: Option<Format>) -> Result<String, Scenari
             Ok(if ups.len() == 1 { format!("profile `{}`", names[0]) } else { format!("pool: {}", names.join(", ")) })
         }
         Format::Policy => {
-            let policy = crate::analysis::whatif::Policy::from_source(&src)?;
+            let policy = crate::whatif::Policy::from_source(&src)?;
             Ok(format!("what-if policy `{}`", policy.name))
         }
         Format::Summary | Format::Comparison | Format::Whatif => Err(src.invalid(

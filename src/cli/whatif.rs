@@ -6,7 +6,8 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use crate::analysis::RunData;
-use crate::analysis::whatif::{self, Policy, WhatIf};
+use crate::analysis::policy_outcomes::{Outcomes, WhatIf};
+use crate::whatif::{self, Policy};
 use crate::gateway::GatewayConfig;
 use crate::located::Source;
 use crate::run_folder::{RunFile, RunFolder};
@@ -114,7 +115,7 @@ fn text(dir: &std::path::Path, w: &WhatIf, read_s: f64, sim_s: f64) -> String {
         "  {:<24} {:>6} {:>7} {:>7} {:>7} {:>9} {:>9} {:>6} {:>9}",
         "policy", "A", "worst A", "errors", "valid", "p95 ms", "p99 ms", "peak", "recovery"
     );
-    let row = |out: &mut String, name: &str, o: &whatif::Outcomes| {
+    let row = |out: &mut String, name: &str, o: &Outcomes| {
         let _ = writeln!(
             out,
             "  {:<24} {:>6.2} {:>7} {:>6.1}% {:>6.1}% {:>9} {:>9} {:>6} {:>9}",
@@ -137,7 +138,7 @@ fn text(dir: &std::path::Path, w: &WhatIf, read_s: f64, sim_s: f64) -> String {
     out
 }
 
-fn recovery(o: &whatif::Outcomes) -> String {
+fn recovery(o: &Outcomes) -> String {
     match (o.recovered, o.recovery_s) {
         (None, _) => "—".into(),
         (Some(_), Some(s)) => format!("{s:.1} s"),

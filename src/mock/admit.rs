@@ -8,12 +8,13 @@ use hyper::Response;
 
 use super::attempts::Decision;
 use super::body::MockBody;
-use super::capacity::Admission;
+use super::slots::Admission;
 use super::headers::{rate_headers, refuse, retry_after};
 use super::provider_error::{Flavor, ProviderError};
-use super::rate_limit::{Limited as LimitedBy, RateDecision, reset_text};
+use crate::provider::decide::limit_in_force;
+use crate::provider::token_bucket::{Limited as LimitedBy, RateDecision, reset_text};
 use super::state::AttemptGuard;
-use crate::faults::{RateOverride, effective_limit};
+use crate::faults::RateOverride;
 use crate::scenario::Overflow;
 
 /// Sleeps until `from + wait`, without touching the timer wheel (or the clock) when there is
@@ -25,15 +26,6 @@ pub(crate) async fn pause(from: Instant, wait: std::time::Duration) {
 }
 
 pub(crate) type Admitted = (Option<tokio::sync::OwnedSemaphorePermit>, Option<RateDecision>);
-
-/// The limit in force: the profile's, lowered by any `rate_limit` fault (the lowest wins).
-fn limit_in_force(
-    base: Option<u32>,
-    overrides: &[RateOverride],
-    pick: fn(&RateOverride) -> Option<u32>,
-) -> Option<u32> {
-    overrides.iter().filter_map(|o| pick(o).map(|t| effective_limit(base, t, o.strength))).min().or(base)
-}
 
 /// Rate limits, then a slot: the two ways a provider refuses work before generating.
 pub(crate) async fn admit(
@@ -77,8 +69,8 @@ pub(crate) async fn admit(
                 Overflow::Overloaded => "Overloaded",
             };
             let mut resp = refuse(guard, Decision::Overflow, ProviderError::new(overflow.status(), msg), flavor);
-            if overflow == Overflow::TooManyRequests {
-                retry_after(resp.headers_mut(), guard, std::time::Duration::from_secs(1));
+            if let Some(wait) = crate::provider::Capacity::new(&state.profile.capacity).overflow_retry_after() {
+                retry_after(resp.headers_mut(), guard, wait);
             }
             Err(resp)
         }

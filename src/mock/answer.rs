@@ -16,16 +16,16 @@ use super::body::{Abort, End, Framing, MockBody, Paced, StreamFault, TokenStream
 use super::conn::ConnCtl;
 use super::headers::{finish_headers, refuse, response, retry_after, sse_headers};
 use super::ids::ResponseIds;
-use super::latency::Plan;
 use super::provider_error::{Flavor, ProviderError};
-use super::rate_limit::RateDecision;
+use crate::provider::Plan;
+use crate::provider::decide::{self, Edge as ProviderEdge};
+use crate::provider::token_bucket::RateDecision;
 use super::request::{self, Api, ChatRequest};
 use super::service::Outcome;
 use super::state::AttemptGuard;
 use super::{anthropic, embeddings, openai};
-use crate::duration::{later, mul_saturating};
-use crate::faults::{Action, Entry, HangMode, MalformedMode, NetworkFault, RequestFacts, ResetWhen, Verdict};
-use crate::seed::rng_for;
+use crate::duration::later;
+use crate::faults::{Action, Entry, HangMode, MalformedMode, NetworkFault, RequestFacts, ResetWhen};
 use crate::words::Words;
 
 /// The `x-chaos-fault` header: one fault, as JSON, applied to this request only. `Err` says
@@ -71,7 +71,7 @@ pub(crate) async fn serve_chat(
     }
     let state = guard.state().clone();
     let index = guard.index();
-    let plan = state.latency.plan(&mut rng_for(state.shared.seed, state.stream_key, index), req.max_tokens);
+    let plan = decide::plan(&state.latency, state.shared.seed, state.stream_key, index, req.max_tokens);
     guard.attempt().output_tokens = plan.output_tokens;
     let facts = RequestFacts { upstream: &state.name, path: api.path(), model: Some(&req.model), stream: req.stream };
     // Only what is needed after the awaits below is kept: the request's state machine stays small.
@@ -79,7 +79,7 @@ pub(crate) async fn serve_chat(
         let mut verdict = state.decide(&facts, guard.t_us(), index, extra.as_deref());
         drop(extra);
         guard.note(&mut verdict);
-        (shaped(plan, &verdict), verdict.action, std::mem::take(&mut verdict.rate_limits), verdict.cache_expires_us)
+        (decide::shaped(plan, &verdict), verdict.action, std::mem::take(&mut verdict.rate_limits), verdict.cache_expires_us)
     };
     let mut guard = match at_the_edge(guard, &action, flavor, conn.as_ref(), req.stream) {
         Edge::Continue(guard) => guard,
@@ -99,7 +99,7 @@ pub(crate) async fn serve_chat(
     let capped = req.max_tokens.is_some_and(|m| plan.output_tokens >= m);
     let ids = ResponseIds::new(&state, index, t0);
     let words = Words::new(state.shared.seed, req.prompt_hash);
-    guard.decided(decision_for(&action), 200);
+    guard.decided(decide::decision_for(&action), 200);
     let many_headers = limits.is_some() || expires_us.is_some();
     if req.stream {
         let framing = match api {
@@ -147,14 +147,14 @@ pub(crate) async fn serve_embeddings(
     guard.attempt().model = Some(Arc::from(req.model.as_str()));
     let state = guard.state().clone();
     let index = guard.index();
-    let plan = state.latency.plan(&mut rng_for(state.shared.seed, state.stream_key, index), Some(1));
+    let plan = decide::plan(&state.latency, state.shared.seed, state.stream_key, index, Some(1));
     let facts =
         RequestFacts { upstream: &state.name, path: Api::Embeddings.path(), model: Some(&req.model), stream: false };
     let (plan, action, rate_limits, expires_us) = {
         let mut verdict = state.decide(&facts, guard.t_us(), index, extra.as_deref());
         drop(extra);
         guard.note(&mut verdict);
-        (shaped(plan, &verdict), verdict.action, std::mem::take(&mut verdict.rate_limits), verdict.cache_expires_us)
+        (decide::shaped(plan, &verdict), verdict.action, std::mem::take(&mut verdict.rate_limits), verdict.cache_expires_us)
     };
     let mut guard = match at_the_edge(guard, &action, flavor, conn.as_ref(), false) {
         Edge::Continue(guard) => guard,
@@ -173,7 +173,7 @@ pub(crate) async fn serve_embeddings(
     let t0 = Instant::now();
     pause(t0, plan.ttft).await;
     drop(permit);
-    guard.decided(decision_for(&action), 200);
+    guard.decided(decide::decision_for(&action), 200);
     let ids = ResponseIds::new(&state, index, t0);
     let body = match action {
         Action::Malformed(MalformedMode::EmptyContent) => Bytes::from_static(
@@ -207,15 +207,15 @@ fn at_the_edge(
     conn: Option<&Arc<ConnCtl>>,
     stream: bool,
 ) -> Edge {
-    match *action {
-        Action::Status { code, retry_after: wait } => {
+    match decide::edge(action) {
+        ProviderEdge::Status { code, retry_after: wait } => {
             let mut resp = refuse(&mut guard, Decision::FaultStatus, status_error(code), flavor);
             if let Some(wait) = wait {
                 retry_after(resp.headers_mut(), &mut guard, wait);
             }
             Edge::Done(Ok(resp))
         }
-        Action::Reset { when: ResetWhen::BeforeResponse, .. } => {
+        ProviderEdge::Reset => {
             guard.decided(Decision::Reset, 0);
             guard.finish();
             if let Some(c) = conn {
@@ -223,11 +223,11 @@ fn at_the_edge(
             }
             Edge::Done(Err(Abort))
         }
-        Action::Hang { mode: HangMode::NoResponse, max_hold, .. } => {
+        ProviderEdge::NoResponse { max_hold } => {
             guard.decided(Decision::Hang, 0);
             Edge::Hold(guard, max_hold)
         }
-        Action::Hang { mode: HangMode::AfterHeaders, max_hold, .. } => {
+        ProviderEdge::AfterHeaders { max_hold } => {
             guard.decided(Decision::Hang, 200);
             let body = MockBody::paced(
                 Paced::new(Vec::new(), Duration::ZERO, End::Stall, max_hold),
@@ -243,7 +243,7 @@ fn at_the_edge(
             }
             Edge::Done(Ok(resp))
         }
-        _ => Edge::Continue(guard),
+        ProviderEdge::Admit => Edge::Continue(guard),
     }
 }
 
@@ -260,29 +260,6 @@ fn status_error(code: u16) -> ProviderError {
     };
     let err = ProviderError::new(code, msg);
     if code == 429 { err.kind("requests", Some("rate_limit_exceeded")) } else { err }
-}
-
-fn decision_for(action: &Action) -> Decision {
-    match action {
-        Action::Serve | Action::Status { .. } => Decision::Ok,
-        Action::Hang { .. } => Decision::Hang,
-        Action::Reset { .. } => Decision::Reset,
-        Action::Malformed(_) => Decision::Malformed,
-    }
-}
-
-/// The plan as the faults leave it: slower, dripping, or empty.
-fn shaped(mut plan: Plan, verdict: &Verdict) -> Plan {
-    if verdict.multiplier != 1.0 || !verdict.add.is_zero() || !verdict.add_per_token.is_zero() {
-        plan.ttft = mul_saturating(plan.ttft, verdict.multiplier).saturating_add(verdict.add);
-        plan.inter_token = mul_saturating(plan.inter_token, verdict.multiplier).saturating_add(verdict.add_per_token);
-    }
-    match verdict.action {
-        Action::Hang { mode: HangMode::SlowDrip, interval, .. } => plan.inter_token = interval,
-        Action::Malformed(MalformedMode::EmptyContent) => plan.output_tokens = 0,
-        _ => {}
-    }
-    plan
 }
 
 fn stream_fault(action: &Action, now: Instant) -> StreamFault {

@@ -21,7 +21,7 @@ use tokio::time::Sleep;
 
 use super::anthropic::EventFrame;
 use super::conn::ConnCtl;
-use super::latency::Plan;
+use crate::provider::Plan;
 use super::openai::{ChunkFrame, Usage};
 use super::state::AttemptGuard;
 use crate::duration::later;

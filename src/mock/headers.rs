@@ -12,7 +12,7 @@ use super::attempts::Decision;
 use super::body::MockBody;
 use super::ids::ResponseIds;
 use super::provider_error::{Flavor, ProviderError};
-use super::rate_limit::{RateDecision, push_reset_text};
+use crate::provider::token_bucket::{RateDecision, push_reset_text};
 use super::state::{AttemptGuard, UpstreamState};
 
 /// An error answer, recorded with `decision`.

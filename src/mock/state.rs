@@ -9,17 +9,17 @@ use std::time::Instant;
 use hyper::header::{HeaderMap, HeaderValue};
 
 use super::attempts::{Attempt, AttemptLog, Decision};
-use super::capacity::Slots;
+use super::slots::Slots;
 use super::events::EventLog;
-use super::latency::LatencyModel;
+use crate::provider::LatencyModel;
 use super::metrics::{Metrics, UpstreamMetrics};
-use super::rate_limit::RateLimiter;
+use crate::provider::RateLimiter;
 use super::request::Api;
 use super::timeline::LiveTimeline;
 use crate::clock::Clock;
 use crate::faults::{Entry, RequestFacts, Verdict};
 use crate::scenario::Profile;
-use crate::seed::{FAULT_STREAM, rng_for, stream_key};
+use crate::seed::stream_key;
 
 /// State shared by every upstream of one mock process.
 #[derive(Debug)]
@@ -125,12 +125,11 @@ impl UpstreamState {
     /// What the fault timeline (and a per-request fault, if any) decides for a request.
     pub(crate) fn decide(&self, facts: &RequestFacts<'_>, t_us: u64, index: u64, extra: Option<&Entry>) -> Verdict {
         let timeline = self.shared.timeline.snapshot();
-        if timeline.entries().is_empty() && extra.is_none() {
-            return Verdict::default();
+        let mut verdict =
+            crate::provider::decide::verdict(&timeline, facts, t_us, (self.shared.seed, self.stream_key, index), extra);
+        if !verdict.is_clean() {
+            verdict.applied.attach(timeline);
         }
-        let mut rng = rng_for(self.shared.seed, self.stream_key ^ FAULT_STREAM, index);
-        let mut verdict = timeline.decide(facts, t_us, &mut rng, extra);
-        verdict.applied.attach(timeline);
         verdict
     }
 }

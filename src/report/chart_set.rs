@@ -251,15 +251,15 @@ pub const WHATIF_LINES: usize = 6;
 /// valid answers over time for the measured run, the policy that ran as simulated, and the
 /// policies with the most valid answers.
 fn whatif_charts(
-    w: &analysis::whatif::WhatIf,
+    w: &analysis::policy_outcomes::WhatIf,
     shade: &[(f64, f64, String)],
     span: Option<(f64, f64)>,
 ) -> Vec<(String, Chart)> {
     let mut out = Vec::new();
-    let label = |p: &analysis::whatif::PolicyOutcome| {
+    let label = |p: &analysis::policy_outcomes::PolicyOutcome| {
         if p.source == "ran" { format!("{} (simulated)", p.name) } else { p.name.clone() }
     };
-    let bars = |f: fn(&analysis::whatif::Outcomes) -> f64| {
+    let bars = |f: fn(&analysis::policy_outcomes::Outcomes) -> f64| {
         std::iter::once(("measured".to_string(), f(&w.measured)))
             .chain(w.policies.iter().map(|p| (label(p), f(&p.outcomes))))
             .collect::<Vec<_>>()
@@ -282,12 +282,12 @@ fn whatif_charts(
             bars: bars(|o| o.valid_rate * 100.0),
         }),
     ));
-    let mut others: Vec<&analysis::whatif::PolicyOutcome> = w.policies.iter().skip(1).collect();
+    let mut others: Vec<&analysis::policy_outcomes::PolicyOutcome> = w.policies.iter().skip(1).collect();
     others.sort_by(|a, b| b.outcomes.valid_rate.total_cmp(&a.outcomes.valid_rate));
-    let drawn: Vec<&analysis::whatif::PolicyOutcome> =
+    let drawn: Vec<&analysis::policy_outcomes::PolicyOutcome> =
         w.policies.iter().take(1).chain(others.into_iter().take(WHATIF_LINES)).collect();
     // The measured run first, then the policy that ran as simulated, then the others.
-    let lines = |pick: fn(&analysis::whatif::Outcomes) -> Vec<(f64, f64)>| {
+    let lines = |pick: fn(&analysis::policy_outcomes::Outcomes) -> Vec<(f64, f64)>| {
         std::iter::once(Line { name: "measured".into(), points: pick(&w.measured), color: 0 })
             .chain(drawn.iter().enumerate().map(|(k, p)| Line {
                 name: label(p),

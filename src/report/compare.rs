@@ -149,7 +149,7 @@ fn metric_label(metric: &str) -> String {
 
 /// Each run's what-if (`chaos whatif` on the comparison folder), after the comparison itself.
 fn whatif(d: &mut Doc, runs: &[RunSeries<'_>]) {
-    let with: Vec<(&str, &crate::analysis::whatif::WhatIf)> =
+    let with: Vec<(&str, &crate::analysis::policy_outcomes::WhatIf)> =
         runs.iter().filter_map(|r| r.summary.whatif.as_ref().map(|w| (r.name, w))).collect();
     if with.is_empty() {
         return;

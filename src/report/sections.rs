@@ -747,7 +747,7 @@ fn whatif(d: &mut Doc, s: &Summary, charts: &[String]) {
 
 /// The what-if of one run: the calibration line first, what was inferred and not modelled,
 /// the table, the best policy and what each policy is (the run report and the comparison).
-pub(super) fn whatif_body(d: &mut Doc, w: &analysis::whatif::WhatIf) {
+pub(super) fn whatif_body(d: &mut Doc, w: &analysis::policy_outcomes::WhatIf) {
     d.push(Block::Para(whatif_calibration(w)));
     if !w.calibration.calibrated {
         d.push(Block::Table(
@@ -779,13 +779,13 @@ pub(super) fn whatif_body(d: &mut Doc, w: &analysis::whatif::WhatIf) {
         d.push(Block::Para("Not modelled in this run:".into()));
         d.push(Block::List(w.assumptions.clone()));
     }
-    let recovery = |o: &analysis::whatif::Outcomes| match (o.recovered, o.recovery_s) {
+    let recovery = |o: &analysis::policy_outcomes::Outcomes| match (o.recovered, o.recovery_s) {
         (None, _) => "—".to_string(),
         (Some(_), Some(v)) => format!("{v} s"),
         (Some(_), None) => "**never**".into(),
     };
     let opt = |v: Option<f64>, unit: &str| v.map_or("—".into(), |x| format!("{}{unit}", ms(x)));
-    let row = |name: String, source: &str, o: &analysis::whatif::Outcomes| {
+    let row = |name: String, source: &str, o: &analysis::policy_outcomes::Outcomes| {
         vec![
             name,
             text(source),
@@ -843,7 +843,7 @@ pub(super) fn whatif_body(d: &mut Doc, w: &analysis::whatif::WhatIf) {
 }
 
 /// The calibration line the what-if section opens with.
-fn whatif_calibration(w: &analysis::whatif::WhatIf) -> String {
+fn whatif_calibration(w: &analysis::policy_outcomes::WhatIf) -> String {
     let c = &w.calibration;
     let f = |metric: &str| c.checks.iter().find(|k| k.metric.starts_with(metric));
     let pair = |metric: &str, scale: f64, unit: &str| {
@@ -889,7 +889,7 @@ fn files(d: &mut Doc) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::whatif::{Calibration, Outcomes, PolicyOutcome, WhatIf, measure::Check};
+    use crate::analysis::policy_outcomes::{Calibration, Outcomes, PolicyOutcome, WhatIf, measure::Check};
 
     fn policy(name: &str, valid: f64, recovered: bool) -> PolicyOutcome {
         PolicyOutcome {
@@ -931,7 +931,7 @@ mod tests {
     }
 
     fn markdown(mut w: WhatIf) -> String {
-        w.verdict = crate::analysis::whatif::verdict::verdict(&w, None, &[]);
+        w.verdict = crate::analysis::policy_outcomes::verdict::verdict(&w, None, &[]);
         let s = Summary { whatif: Some(w), ..Summary::empty(crate::analysis::summary::RunIdentity::for_tests()) };
         document(&s, None, &[]).markdown()
     }

@@ -24,7 +24,7 @@ use rand::RngExt;
 
 use super::budget::{AdaptiveThrottle, GrpcThrottle, RatioBudget, RetryQuota};
 use super::policy::Policy;
-use super::provider::{Arrival, Provider, Shape};
+use super::sim_provider::{Arrival, Provider, Shape};
 use crate::gateway::breaker::{Admit, Breaker};
 use crate::gateway::routing::Router;
 use crate::record::{Api, Attempt, Decision, Outcome, Sample};

@@ -1,25 +1,25 @@
 //! The provider as the mock ran it, for the simulation: the same latency model, fault timeline,
 //! rate limiter and seeds, and slots behind a FIFO queue on simulated time.
 //!
-//! An attempt arriving as the upstream's k-th request draws its plan from the RNG keyed by
-//! (seed, upstream, k) and its fault verdict from the fault stream of the same key — exactly
-//! the mock's draws (`mock::answer::serve_chat`), so the k-th attempt of a simulation sees the
-//! latency and faults the k-th attempt of the run saw. What it turns into (status, when the
-//! headers and the body come, how long it holds a slot) is [`Shape`]; the simulation carries
-//! it out against the client's timeouts.
+//! An attempt arriving as the upstream's k-th request asks the provider model
+//! ([`crate::provider`]) what the mock asks for its k-th request: the plan and the fault
+//! verdict from the same seeded draws, the plan as the faults leave it, the edge, the limits
+//! in force and the capacity rule. So the k-th attempt of a simulation sees the latency and
+//! faults the k-th attempt of the run saw, by construction. What it turns into on simulated
+//! time (status, when the headers and the body come, how long it holds a slot) is [`Shape`];
+//! the simulation carries it out against the client's timeouts.
 //!
-//! Layer 3: uses the mock's pure models (`latency`, `rate_limit`) and the fault engine; never
-//! the mock's server.
+//! Layer 5 (whatif): uses the provider model and the fault engine; never the mock.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use crate::faults::{Action, Entry, HangMode, MalformedMode, RateOverride, RequestFacts, ResetWhen, Timeline};
-use crate::mock::latency::{LatencyModel, Plan};
-use crate::mock::rate_limit::RateLimiter;
+use crate::faults::{Action, Entry, HangMode, RequestFacts, ResetWhen, Timeline};
+use crate::provider::decide::{self, Edge, limit_in_force};
+use crate::provider::{Admit, Capacity, LatencyModel, Plan, RateLimiter};
 use crate::record::Decision;
-use crate::scenario::{NamedFault, Overflow, Upstream};
-use crate::seed::{FAULT_STREAM, rng_for, stream_key};
+use crate::scenario::{NamedFault, Upstream};
+use crate::seed::stream_key;
 
 /// How an attempt is answered, in µs from when it starts generating (or from its arrival, for
 /// answers that need no slot).
@@ -72,9 +72,7 @@ pub struct Provider {
     limiter: RateLimiter,
     rpm: Option<u32>,
     tpm: Option<u32>,
-    slots: Option<u32>,
-    queue_limit: u32,
-    overflow: Overflow,
+    capacity: Capacity,
     /// Arrivals so far (the next attempt's index).
     pub arrivals: u64,
     /// Slots generating now.
@@ -99,9 +97,7 @@ impl Provider {
             limiter: RateLimiter::new(&p.rate_limit),
             rpm: p.rate_limit.rpm,
             tpm: p.rate_limit.tpm,
-            slots: p.capacity.slots,
-            queue_limit: p.capacity.queue,
-            overflow: p.capacity.overflow,
+            capacity: Capacity::new(&p.capacity),
             arrivals: 0,
             busy: 0,
             queue: VecDeque::new(),
@@ -113,39 +109,33 @@ impl Provider {
     pub fn arrive(&mut self, t_us: u64, stream: bool, max_tokens: Option<u32>, prompt_tokens: u32) -> (u64, Arrival) {
         let index = self.arrivals;
         self.arrivals += 1;
-        let plan = self.latency.plan(&mut rng_for(self.seed, self.key, index), max_tokens);
+        let plan = decide::plan(&self.latency, self.seed, self.key, index, max_tokens);
         let facts = RequestFacts { upstream: &self.name, path: "/v1/chat/completions", model: None, stream };
         let (down, _) = self.timeline.outage(&self.name, t_us);
         if down.is_some() {
             // The listener is closed: the connection is refused.
             return (index, Arrival::Now(refusal(0, Decision::Outage, None, true)));
         }
-        let verdict = if self.timeline.entries().is_empty() {
-            crate::faults::Verdict::default()
-        } else {
-            self.timeline.decide(&facts, t_us, &mut rng_for(self.seed, self.key ^ FAULT_STREAM, index), None)
-        };
-        let plan = shaped(plan, verdict.multiplier, verdict.add, verdict.add_per_token, &verdict.action);
-        match verdict.action {
-            Action::Status { code, retry_after } => {
+        let verdict = decide::verdict(&self.timeline, &facts, t_us, (self.seed, self.key, index), None);
+        let plan = decide::shaped(plan, &verdict);
+        match decide::edge(&verdict.action) {
+            Edge::Status { code, retry_after } => {
                 let ra = retry_after.map(|d| (d.as_millis() as u64).max(1) * 1000);
                 return (index, Arrival::Now(refusal(code, Decision::FaultStatus, ra, false)));
             }
-            Action::Reset { when: ResetWhen::BeforeResponse, .. } => {
-                return (index, Arrival::Now(refusal(0, Decision::Reset, None, true)));
-            }
-            Action::Hang { mode: HangMode::NoResponse, max_hold, .. } => {
+            Edge::Reset => return (index, Arrival::Now(refusal(0, Decision::Reset, None, true))),
+            Edge::NoResponse { max_hold } => {
                 let close = max_hold.as_micros() as u64;
                 return (index, Arrival::Now(Shape { headers_us: None, close_us: close, ..hang(0) }));
             }
-            Action::Hang { mode: HangMode::AfterHeaders, max_hold, .. } => {
+            Edge::AfterHeaders { max_hold } => {
                 let close = max_hold.as_micros() as u64;
                 return (
                     index,
                     Arrival::Now(Shape { headers_us: Some(0), body_us: None, close_us: close, ..hang(200) }),
                 );
             }
-            _ => {}
+            Edge::Admit => {}
         }
         let tokens = prompt_tokens.saturating_add(plan.output_tokens);
         if self.rpm.is_some() || self.tpm.is_some() || !verdict.rate_limits.is_empty() {
@@ -161,19 +151,18 @@ impl Provider {
 
     /// Takes a slot if one is free.
     pub fn take_slot(&mut self) -> bool {
-        match self.slots {
-            None => true,
-            Some(n) if self.busy < n => {
-                self.busy += 1;
-                true
-            }
-            Some(_) => false,
+        if self.capacity.admit(self.busy, 0) != Admit::Slot {
+            return false;
         }
+        if self.capacity.slots.is_some() {
+            self.busy += 1;
+        }
+        true
     }
 
     /// Queues attempt `id` for a slot; `false` when the queue is full (overflow).
     pub fn enqueue(&mut self, id: usize) -> bool {
-        if self.queue.len() as u32 >= self.queue_limit {
+        if self.capacity.admit(self.busy, self.queue.len() as u32) == Admit::Overflow {
             return false;
         }
         self.queue.push_back(id);
@@ -182,7 +171,7 @@ impl Provider {
 
     /// Frees a slot; the next queued attempt (if any) takes it.
     pub fn release(&mut self) -> Option<usize> {
-        self.slots?;
+        self.capacity.slots?;
         match self.queue.pop_front() {
             Some(next) => Some(next),
             None => {
@@ -201,19 +190,9 @@ impl Provider {
 
     /// The answer when slots and queue are full.
     pub fn overflow(&self) -> Shape {
-        let ra = (self.overflow == Overflow::TooManyRequests).then_some(1_000_000);
-        refusal(self.overflow.status(), Decision::Overflow, ra, false)
+        let ra = self.capacity.overflow_retry_after().map(|d| d.as_micros() as u64);
+        refusal(self.capacity.overflow_status(), Decision::Overflow, ra, false)
     }
-}
-
-/// The limit in force: the profile's, lowered by any `rate_limit` fault (the lowest wins) — the
-/// mock's rule (`mock::admit`).
-fn limit_in_force(
-    base: Option<u32>,
-    overrides: &[RateOverride],
-    pick: fn(&RateOverride) -> Option<u32>,
-) -> Option<u32> {
-    overrides.iter().filter_map(|o| pick(o).map(|t| crate::faults::effective_limit(base, t, o.strength))).min().or(base)
 }
 
 fn refusal(status: u16, decision: Decision, retry_after_us: Option<u64>, reset: bool) -> Shape {
@@ -237,33 +216,13 @@ fn hang(status: u16) -> Shape {
     Shape { headers_us: None, body_us: None, ..refusal(status, Decision::Hang, None, false) }
 }
 
-/// The plan as the faults leave it (the mock's `shaped`).
-fn shaped(
-    mut plan: Plan,
-    multiplier: f64,
-    add: std::time::Duration,
-    per_token: std::time::Duration,
-    action: &Action,
-) -> Plan {
-    if multiplier != 1.0 || !add.is_zero() || !per_token.is_zero() {
-        plan.ttft = crate::duration::mul_saturating(plan.ttft, multiplier).saturating_add(add);
-        plan.inter_token = crate::duration::mul_saturating(plan.inter_token, multiplier).saturating_add(per_token);
-    }
-    match action {
-        Action::Hang { mode: HangMode::SlowDrip, interval, .. } => plan.inter_token = *interval,
-        Action::Malformed(MalformedMode::EmptyContent) => plan.output_tokens = 0,
-        _ => {}
-    }
-    plan
-}
-
 /// What an admitted attempt turns into, from the start of its generation.
 fn generation(plan: &Plan, action: &Action, stream: bool) -> Shape {
     let us = |d: std::time::Duration| u64::try_from(d.as_micros()).unwrap_or(u64::MAX);
     let (ttft, itl, generated) = (us(plan.ttft), us(plan.inter_token), us(plan.generation()));
     let ok = Shape {
         status: 200,
-        decision: Decision::Ok,
+        decision: decide::decision_for(action),
         // A stream's headers go out at once; a whole answer's when it is generated.
         headers_us: Some(if stream { 0 } else { generated }),
         body_us: Some(generated),
@@ -277,12 +236,11 @@ fn generation(plan: &Plan, action: &Action, stream: bool) -> Shape {
         tokens: plan.output_tokens,
     };
     match *action {
-        Action::Malformed(_) => Shape { decision: Decision::Malformed, invalid: true, ..ok },
+        Action::Malformed(_) => Shape { invalid: true, ..ok },
         Action::Hang { mode: HangMode::SlowDrip, interval, max_hold, .. } => {
             let drip = ttft + us(interval) * u64::from(plan.output_tokens.max(1));
             let hold = ttft + us(max_hold);
             Shape {
-                decision: Decision::Hang,
                 headers_us: Some(if stream { 0 } else { ttft }),
                 body_us: (drip <= hold).then_some(drip),
                 gap_us: us(interval),
@@ -292,14 +250,13 @@ fn generation(plan: &Plan, action: &Action, stream: bool) -> Shape {
             }
         }
         Action::Hang { mode: HangMode::MidStream, max_hold, .. } => Shape {
-            decision: Decision::Hang,
             body_us: None,
             close_us: ok.headers_us.unwrap_or(0) + us(max_hold),
             slot_us: if stream { ok.headers_us.unwrap_or(0) + us(max_hold) } else { generated },
             ..ok
         },
         Action::Reset { when: ResetWhen::MidStream, .. } => {
-            Shape { decision: Decision::Reset, body_us: None, reset: true, close_us: generated / 2, ..ok }
+            Shape { body_us: None, reset: true, close_us: generated / 2, ..ok }
         }
         _ => ok,
     }
@@ -333,7 +290,7 @@ mod tests {
         for k in 0..5 {
             let (index, arrival) = p.arrive(k * 1000, false, None, 10);
             assert_eq!(index, k);
-            let plan = model.plan(&mut rng_for(7, stream_key("primary"), k), None);
+            let plan = decide::plan(&model, 7, stream_key("primary"), k, None);
             let Arrival::Slot(shape) = arrival else { panic!("needs a slot") };
             assert_eq!(shape.headers_us, Some(plan.generation().as_micros() as u64));
         }

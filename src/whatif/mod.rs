@@ -4,7 +4,7 @@
 //! timeline, all seeded) and recorded every client request, so it can answer "what would a
 //! retry budget, backoff or a breaker have done here?" by simulation, for many policies at
 //! once, in seconds. The run's arrivals are replayed at their intended send times through
-//! [`sim`] against [`provider`]; each policy's records are judged by [`measure`] with the same
+//! [`sim`] against [`sim_provider`]; each policy's records are judged by [`measure`] with the same
 //! code as the run itself.
 //!
 //! Calibration first: the policy that ran (the built-in gateway's, or the load's own client
@@ -12,70 +12,30 @@
 //! and compared with what was measured; the report prints that line before any what-if number,
 //! and says "uncalibrated" with the mismatch when it misses.
 //!
-//! Layer 3: uses the mock's models and the gateway's policy types and state machines (breaker,
-//! router), never their servers; pure and synchronous like the rest of `analysis`.
+//! What it produces (`whatif.json`: [`WhatIf`]) and how those numbers are measured and ranked
+//! are plain statistics over records, so they live in `analysis::policy_outcomes`, where the
+//! summary and the report read them; this layer is the simulation that makes them.
+//!
+//! Layer 5 (whatif): above `analysis`, below `gate`. Uses the provider model
+//! ([`crate::provider`]) and the gateway's policy types and state machines (breaker, router),
+//! never a server; pure and synchronous. Must not depend on `gate`, `report`, `experiment` or
+//! `cli`.
 
 pub mod budget;
 pub mod infer;
-pub mod measure;
 pub mod policy;
-pub mod provider;
+pub mod sim_provider;
 pub mod sim;
-pub mod verdict;
 
 use std::collections::HashMap;
 
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
-
-pub use measure::{Calibration, Outcomes};
 pub use policy::Policy;
 pub use sim::{Arrive, Records, World, simulate};
 
 use crate::analysis::Summary;
+use crate::analysis::policy_outcomes::{Outcomes, PolicyOutcome, WHATIF_VERSION, WhatIf, measure, verdict};
 use crate::record::{Attempt, Sample};
 use crate::scenario::{LoadLevel, Scenario};
-
-/// Version of `whatif.json`.
-pub const WHATIF_VERSION: u32 = 1;
-
-/// `whatif.json`: the measured run, the calibration, and every simulated policy.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct WhatIf {
-    /// Schema version.
-    pub version: u32,
-    /// The policy that ran, as simulated for the calibration.
-    pub ran: String,
-    /// Where that policy came from: `built-in gateway`, `load generator`, `inferred`.
-    pub ran_source: String,
-    /// How an inferred policy was fitted (empty when the policy was known).
-    pub inferred: Vec<String>,
-    /// What the model does not cover in this run.
-    pub assumptions: Vec<String>,
-    /// The run's own numbers.
-    pub measured: Outcomes,
-    /// The simulated policy that ran, against the measured run.
-    pub calibration: Calibration,
-    /// The policy that ran, simulated (first), then every other policy.
-    pub policies: Vec<PolicyOutcome>,
-    /// Which policy to take against the objective, with the trade-off; policies that did the
-    /// same and why (inline markup).
-    #[serde(default)]
-    pub verdict: Vec<String>,
-}
-
-/// One simulated policy.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct PolicyOutcome {
-    /// Name.
-    pub name: String,
-    /// What it is.
-    pub description: Option<String>,
-    /// `ran`, `shipped`, or the file it came from.
-    pub source: String,
-    /// Its numbers.
-    pub outcomes: Outcomes,
-}
 
 /// The run as the what-if reads it: the resolved scenario, the measured summary, the records.
 pub struct Run<'a> {
