@@ -215,7 +215,8 @@ fn an_upward_import_is_a_violation() {
     std::fs::write(src.join("faults.rs"), "use crate::scenario::Duration;\n").unwrap();
     std::fs::write(src.join("gateway.rs"), "use crate::scenario::Source;\nuse crate::duration::Duration;\n").unwrap();
     std::fs::write(src.join("scenario.rs"), "use crate::faults::Fault;\n").unwrap();
-    std::fs::write(src.join("analysis/capacity.rs"), "use crate::provider::Plan;\nuse crate::scenario::Load;\n").unwrap();
+    std::fs::write(src.join("analysis/capacity.rs"), "use crate::provider::Plan;\nuse crate::scenario::Load;\n")
+        .unwrap();
     let (bad, unplaced) = violations(&layers(), src);
     assert!(unplaced.is_empty(), "{unplaced:?}");
     assert_eq!(
@@ -233,12 +234,9 @@ fn an_upward_import_is_a_violation() {
 fn the_table_is_read_from_the_document_with_every_row() {
     let table = layers();
     let of = |m: &str| layer(&table, m);
-    assert_eq!((of("cli"), of("whatif"), of("analysis"), of("provider"), of("record")), (
-        Some(9),
-        Some(5),
-        Some(4),
-        Some(2),
-        Some(0)
-    ));
+    assert_eq!(
+        (of("cli"), of("whatif"), of("analysis"), of("provider"), of("record")),
+        (Some(9), Some(5), Some(4), Some(2), Some(0))
+    );
     assert_eq!(table.len(), 24, "{table:?}");
 }

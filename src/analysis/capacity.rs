@@ -364,8 +364,7 @@ impl Windows {
     fn held(&self, span: (u64, u64), baseline: &Baseline, min_requests: f64) -> bool {
         let a = (self.index(span.0) + 1).min(self.w.len());
         let b = (self.index(span.1.saturating_sub(1)) + 1).min(self.w.len());
-        let good =
-            |x: &SendSecond| x.requests as f64 >= min_requests && recovery::good_second(x, baseline);
+        let good = |x: &SendSecond| x.requests as f64 >= min_requests && recovery::good_second(x, baseline);
         a < b && self.w[a..b].windows(STABLE_WINDOWS).any(|w| w.iter().all(good))
     }
 }

@@ -12,6 +12,7 @@ pub mod data;
 pub mod findings;
 pub mod in_flight;
 pub mod plan;
+pub mod policy_outcomes;
 pub mod recorder;
 pub mod recovery;
 pub mod retry;
@@ -21,7 +22,6 @@ pub mod stampede;
 pub mod story;
 pub mod summary;
 pub mod sweep;
-pub mod policy_outcomes;
 
 pub use data::RunData;
 pub use series::Series;

@@ -100,23 +100,11 @@ fn read_summary(path: &Path) -> Result<Summary, CliError> {
     serde_json::from_str(&text).map_err(|e| CliError::Usage(format!("{}: not a chaos summary: {e}", file.display())))
 }
 
-/// Refuses a baseline from another scenario or time scale: its numbers measure something else.
+/// Refuses a baseline from another scenario or time scale: its numbers measure something else
+/// (the comparison's rule, [`gate::compare::comparable`], with any seed).
 fn comparable(run: &Summary, baseline: &Summary, path: &Path) -> Result<(), CliError> {
-    let mut differ = Vec::new();
-    if run.scenario != baseline.scenario {
-        differ.push(format!("scenario `{}` vs `{}`", baseline.scenario, run.scenario));
-    }
-    if run.time_scale != baseline.time_scale {
-        differ.push(format!("time scale {} vs {}", baseline.time_scale, run.time_scale));
-    }
-    if differ.is_empty() {
-        return Ok(());
-    }
-    Err(CliError::Usage(format!(
-        "{}: not a comparable baseline ({}); compare runs of the same scenario at the same time scale",
-        path.display(),
-        differ.join(", ")
-    )))
+    gate::compare::comparable(&[baseline, run], gate::compare::Seeds::Any)
+        .map_err(|why| CliError::Usage(format!("{}: not a comparable baseline: {why}", path.display())))
 }
 
 /// The verdict as a terminal table.

@@ -76,7 +76,7 @@ pub enum Command {
     SutGuard(sut_guard::Args),
 }
 
-/// Exit codes, as documented in the README.
+/// Exit codes, as documented in docs/cli.md.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
 pub enum Exit {

@@ -7,11 +7,11 @@ use std::time::Instant;
 
 use crate::analysis::RunData;
 use crate::analysis::policy_outcomes::{Outcomes, WhatIf};
-use crate::whatif::{self, Policy};
 use crate::gateway::GatewayConfig;
 use crate::located::Source;
 use crate::run_folder::{RunFile, RunFolder};
 use crate::scenario::Scenario;
+use crate::whatif::{self, Policy};
 
 use super::CliError;
 

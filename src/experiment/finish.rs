@@ -116,7 +116,7 @@ pub fn compare_runs(out: &std::path::Path, runs: &[std::path::PathBuf]) -> Resul
         analysed.push((link(out, dir), a, verdict));
     }
     let summaries: Vec<&Summary> = analysed.iter().map(|(_, a, _)| &a.summary).collect();
-    gate::compare::comparable(&summaries).map_err(CompareError::NotComparable)?;
+    gate::compare::comparable(&summaries, gate::compare::Seeds::Same).map_err(CompareError::NotComparable)?;
     let input: Vec<(String, &Summary, Option<&Verdict>)> =
         analysed.iter().map(|(d, a, v)| (d.clone(), &a.summary, v.as_ref())).collect();
     let comparison = gate::compare::compare(&input);

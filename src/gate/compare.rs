@@ -130,8 +130,20 @@ pub fn part_of(metric: &str) -> Option<&'static str> {
     }
 }
 
-/// Why runs cannot be compared: they do not share the scenario, the seed or the time scale.
-pub fn comparable(runs: &[&Summary]) -> Result<(), String> {
+/// Whether runs must share their seed to be compared.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Seeds {
+    /// Variants side by side: the same arrivals and fault decisions, so the seed must match.
+    Same,
+    /// A candidate against a baseline: another seed is another sample of the same system, which
+    /// the gate's tolerances are there to absorb.
+    Any,
+}
+
+/// Why runs cannot be compared: they do not share the scenario or the time scale, or (for
+/// [`Seeds::Same`]) the seed. The one rule `chaos compare`, variants and `chaos check
+/// --baseline` all use.
+pub fn comparable(runs: &[&Summary], seeds: Seeds) -> Result<(), String> {
     let Some(first) = runs.first() else { return Err("no runs to compare".into()) };
     if runs.len() < 2 {
         return Err("a comparison needs at least two runs".into());
@@ -147,7 +159,7 @@ pub fn comparable(runs: &[&Summary]) -> Result<(), String> {
                 r.scenario
             ));
         }
-        if r.seed != first.seed {
+        if seeds == Seeds::Same && r.seed != first.seed {
             return Err(format!(
                 "{} used seed {} and {} seed {}: different arrival schedules and fault decisions do not compare (run both with the same seed)",
                 who(first),
@@ -394,15 +406,19 @@ mod tests {
     #[test]
     fn runs_of_another_scenario_seed_or_time_scale_do_not_compare() {
         let a = run("naive", 1, 1.0, 100, 10);
-        assert!(comparable(&[&a, &run("hardened", 1, 1.0, 100, 1)]).is_ok());
-        let e = comparable(&[&a, &run("hardened", 2, 1.0, 100, 1)]).unwrap_err();
+        assert!(comparable(&[&a, &run("hardened", 1, 1.0, 100, 1)], Seeds::Same).is_ok());
+        let e = comparable(&[&a, &run("hardened", 2, 1.0, 100, 1)], Seeds::Same).unwrap_err();
+        assert!(
+            comparable(&[&a, &run("hardened", 2, 1.0, 100, 1)], Seeds::Any).is_ok(),
+            "a baseline may use another seed"
+        );
         assert!(e.contains("seed 1") && e.contains("seed 2"), "{e}");
-        let e = comparable(&[&a, &run("hardened", 1, 0.25, 100, 1)]).unwrap_err();
+        let e = comparable(&[&a, &run("hardened", 1, 0.25, 100, 1)], Seeds::Any).unwrap_err();
         assert!(e.contains("--time-scale 1") && e.contains("0.25"), "{e}");
         let mut other = run("hardened", 1, 1.0, 100, 1);
         other.scenario = "t".into();
-        assert!(comparable(&[&a, &other]).unwrap_err().contains("different scenarios"));
-        assert!(comparable(&[&a]).unwrap_err().contains("at least two"));
+        assert!(comparable(&[&a, &other], Seeds::Any).unwrap_err().contains("different scenarios"));
+        assert!(comparable(&[&a], Seeds::Same).unwrap_err().contains("at least two"));
     }
 
     #[test]

@@ -8,13 +8,13 @@ use hyper::Response;
 
 use super::attempts::Decision;
 use super::body::MockBody;
-use super::slots::Admission;
 use super::headers::{rate_headers, refuse, retry_after};
 use super::provider_error::{Flavor, ProviderError};
-use crate::provider::decide::limit_in_force;
-use crate::provider::token_bucket::{Limited as LimitedBy, RateDecision, reset_text};
+use super::slots::Admission;
 use super::state::AttemptGuard;
 use crate::faults::RateOverride;
+use crate::provider::decide::limit_in_force;
+use crate::provider::token_bucket::{Limited as LimitedBy, RateDecision, reset_text};
 use crate::scenario::Overflow;
 
 /// Sleeps until `from + wait`, without touching the timer wheel (or the clock) when there is

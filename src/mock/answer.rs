@@ -17,15 +17,15 @@ use super::conn::ConnCtl;
 use super::headers::{finish_headers, refuse, response, retry_after, sse_headers};
 use super::ids::ResponseIds;
 use super::provider_error::{Flavor, ProviderError};
-use crate::provider::Plan;
-use crate::provider::decide::{self, Edge as ProviderEdge};
-use crate::provider::token_bucket::RateDecision;
 use super::request::{self, Api, ChatRequest};
 use super::service::Outcome;
 use super::state::AttemptGuard;
 use super::{anthropic, embeddings, openai};
 use crate::duration::later;
 use crate::faults::{Action, Entry, HangMode, MalformedMode, NetworkFault, RequestFacts, ResetWhen};
+use crate::provider::Plan;
+use crate::provider::decide::{self, Edge as ProviderEdge};
+use crate::provider::token_bucket::RateDecision;
 use crate::words::Words;
 
 /// The `x-chaos-fault` header: one fault, as JSON, applied to this request only. `Err` says
@@ -79,7 +79,12 @@ pub(crate) async fn serve_chat(
         let mut verdict = state.decide(&facts, guard.t_us(), index, extra.as_deref());
         drop(extra);
         guard.note(&mut verdict);
-        (decide::shaped(plan, &verdict), verdict.action, std::mem::take(&mut verdict.rate_limits), verdict.cache_expires_us)
+        (
+            decide::shaped(plan, &verdict),
+            verdict.action,
+            std::mem::take(&mut verdict.rate_limits),
+            verdict.cache_expires_us,
+        )
     };
     let mut guard = match at_the_edge(guard, &action, flavor, conn.as_ref(), req.stream) {
         Edge::Continue(guard) => guard,
@@ -154,7 +159,12 @@ pub(crate) async fn serve_embeddings(
         let mut verdict = state.decide(&facts, guard.t_us(), index, extra.as_deref());
         drop(extra);
         guard.note(&mut verdict);
-        (decide::shaped(plan, &verdict), verdict.action, std::mem::take(&mut verdict.rate_limits), verdict.cache_expires_us)
+        (
+            decide::shaped(plan, &verdict),
+            verdict.action,
+            std::mem::take(&mut verdict.rate_limits),
+            verdict.cache_expires_us,
+        )
     };
     let mut guard = match at_the_edge(guard, &action, flavor, conn.as_ref(), false) {
         Edge::Continue(guard) => guard,

@@ -21,10 +21,10 @@ use tokio::time::Sleep;
 
 use super::anthropic::EventFrame;
 use super::conn::ConnCtl;
-use crate::provider::Plan;
 use super::openai::{ChunkFrame, Usage};
 use super::state::AttemptGuard;
 use crate::duration::later;
+use crate::provider::Plan;
 use crate::words::Words;
 
 /// Tokens per frame at most, so a zero inter-token time does not build one huge buffer.

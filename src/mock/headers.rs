@@ -12,8 +12,8 @@ use super::attempts::Decision;
 use super::body::MockBody;
 use super::ids::ResponseIds;
 use super::provider_error::{Flavor, ProviderError};
-use crate::provider::token_bucket::{RateDecision, push_reset_text};
 use super::state::{AttemptGuard, UpstreamState};
+use crate::provider::token_bucket::{RateDecision, push_reset_text};
 
 /// An error answer, recorded with `decision`.
 pub(crate) fn refuse(

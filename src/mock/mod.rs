@@ -27,7 +27,6 @@ pub mod anthropic;
 pub mod attempts;
 mod body;
 mod builder;
-pub mod slots;
 mod conn;
 pub mod embeddings;
 pub mod events;
@@ -41,6 +40,7 @@ pub mod provider_error;
 pub mod request;
 pub mod server;
 mod service;
+pub mod slots;
 mod state;
 pub mod timeline;
 

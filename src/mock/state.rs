@@ -9,15 +9,15 @@ use std::time::Instant;
 use hyper::header::{HeaderMap, HeaderValue};
 
 use super::attempts::{Attempt, AttemptLog, Decision};
-use super::slots::Slots;
 use super::events::EventLog;
-use crate::provider::LatencyModel;
 use super::metrics::{Metrics, UpstreamMetrics};
-use crate::provider::RateLimiter;
 use super::request::Api;
+use super::slots::Slots;
 use super::timeline::LiveTimeline;
 use crate::clock::Clock;
 use crate::faults::{Entry, RequestFacts, Verdict};
+use crate::provider::LatencyModel;
+use crate::provider::RateLimiter;
 use crate::scenario::Profile;
 use crate::seed::stream_key;
 

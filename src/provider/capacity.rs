@@ -67,12 +67,10 @@ mod tests {
     #[test]
     fn free_slots_first_then_the_queue_then_overflow() {
         let c = Capacity { slots: Some(2), queue_limit: 1, overflow: Overflow::TooManyRequests };
-        assert_eq!([c.admit(0, 0), c.admit(1, 0), c.admit(2, 0), c.admit(2, 1)], [
-            Admit::Slot,
-            Admit::Slot,
-            Admit::Queue,
-            Admit::Overflow
-        ]);
+        assert_eq!(
+            [c.admit(0, 0), c.admit(1, 0), c.admit(2, 0), c.admit(2, 1)],
+            [Admit::Slot, Admit::Slot, Admit::Queue, Admit::Overflow]
+        );
         assert_eq!((c.overflow_status(), c.overflow_retry_after()), (429, Some(Duration::from_secs(1))));
         let unlimited = Capacity { slots: None, ..c };
         assert_eq!(unlimited.admit(10_000, 10_000), Admit::Slot);

@@ -112,14 +112,13 @@ mod tests {
 
     #[test]
     fn a_latency_verdict_scales_the_plan_and_a_drip_sets_its_pace() {
-        let plan = Plan {
-            ttft: Duration::from_millis(100),
-            inter_token: Duration::from_millis(10),
-            output_tokens: 5,
-        };
+        let plan = Plan { ttft: Duration::from_millis(100), inter_token: Duration::from_millis(10), output_tokens: 5 };
         let slow = Verdict { multiplier: 3.0, add: Duration::from_millis(50), ..Verdict::default() };
         let p = shaped(plan, &slow);
-        assert_eq!((p.ttft, p.inter_token, p.output_tokens), (Duration::from_millis(350), Duration::from_millis(30), 5));
+        assert_eq!(
+            (p.ttft, p.inter_token, p.output_tokens),
+            (Duration::from_millis(350), Duration::from_millis(30), 5)
+        );
         assert_eq!(shaped(plan, &Verdict::default()), plan, "no fault, no change");
         let empty = Verdict { action: Action::Malformed(MalformedMode::EmptyContent), ..Verdict::default() };
         assert_eq!(shaped(plan, &empty).output_tokens, 0);

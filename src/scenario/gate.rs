@@ -163,7 +163,7 @@ pub fn metric(name: &str) -> Option<&'static Metric> {
 pub struct GateCheck {
     /// A name for the check (default: the metric, phase and bound).
     pub name: Option<String>,
-    /// Dotted metric name, e.g. `latency.p95_ms` (see the README's metric table).
+    /// Dotted metric name, e.g. `latency.p95_ms` (see the metric table in docs/gates.md).
     pub metric: String,
     /// A phase or sweep step; absent: the whole run.
     pub phase: Option<String>,
@@ -206,7 +206,7 @@ pub(super) fn check_gate(src: &Source, gate: &[GateCheck], load: Option<&Load>, 
             errors.push(src.invalid(
                 &key("metric"),
                 format!("{:?}{hint}", c.metric),
-                "a metric from the README's gate table, e.g. \"latency.p95_ms\"",
+                "a metric from the table in docs/gates.md, e.g. \"latency.p95_ms\"",
             ));
             continue;
         };

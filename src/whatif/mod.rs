@@ -24,8 +24,8 @@
 pub mod budget;
 pub mod infer;
 pub mod policy;
-pub mod sim_provider;
 pub mod sim;
+pub mod sim_provider;
 
 use std::collections::HashMap;
 

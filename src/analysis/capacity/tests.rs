@@ -277,7 +277,10 @@ fn under_an_objective_a_cell_recovers_when_its_upstream_answers_meet_it_again() 
     };
     let plan = PlanSettings { verify_within_s: None, probe_within_s: Some(20.0), probe_knee_rps: Some(20.0) };
     let mut s = Summary::empty(identity(
-        vec![window("cell-1:slow", "cell-1", 10.0, 15.0, Some(3.0)), window("cell-2:slow", "cell-2", 40.0, 45.0, Some(3.0))],
+        vec![
+            window("cell-1:slow", "cell-1", 10.0, 15.0, Some(3.0)),
+            window("cell-2:slow", "cell-2", 40.0, 45.0, Some(3.0)),
+        ],
         Some(plan),
     ));
     s.stages = [cell("cell-1", 0.0), cell("cell-2", 30.0)].concat();
@@ -299,7 +302,8 @@ fn under_an_objective_a_cell_recovers_when_its_upstream_answers_meet_it_again() 
     assert_eq!((before.cells[0].verdict, before.cells[0].recovery_s), (CellVerdict::Recovered, Some(0.0)));
     assert_eq!(before.cells[0].baseline_attainment_upstream, None, "no objective, no floor");
 
-    s.objective = Some(Slo { latency_ms: 120.0, ttft_ms: None, target: 0.99, window_s: 2_592_000.0, fallback_is_good: false });
+    s.objective =
+        Some(Slo { latency_ms: 120.0, ttft_ms: None, target: 0.99, window_s: 2_592_000.0, fallback_is_good: false });
     let p = probe(&s, &samples).unwrap();
     let (a, b) = (&p.cells[0], &p.cells[1]);
     assert_eq!((a.verdict, a.recovery_s), (CellVerdict::Recovered, Some(10.0)), "{a:?}");
