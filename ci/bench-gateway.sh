@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Benchmarks of the reference gateway (see README "Performance"). Loopback only; every load is
+# Benchmarks of the reference gateway (see docs/performance.md). Loopback only; every load is
 # bounded in time. The proxy under test (the gateway or nginx) is pinned to CPU 0; the mock
 # upstream and wrk share CPU 1, identically for every proxy, so the ratios compare proxies.
 #

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Benchmark of the live page (`chaos run --serve`, see README "Performance"): does serving the
+# Benchmark of the live page (`chaos run --serve`, see docs/performance.md): does serving the
 # page, its event stream and /metrics to a room slow the run's measurements? The same open-load
 # run (Poisson RATE req/s at the run's own mock, fixed 100 ms answers, a latency fault in the
 # middle) three ways, ROUNDS rounds each, interleaved:

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Benchmarks of the mock upstream (see README "Performance"). Loopback only; every load is
+# Benchmarks of the mock upstream (see docs/performance.md). Loopback only; every load is
 # bounded in time; the server is pinned to CPU 0 and the load generator to CPU 1.
 #
 #   1. zero-latency throughput: wrk, 64 connections, POST /v1/chat/completions against

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Benchmarks of the `chaos run` pipeline (see README "Performance"): goose users, our own
+# Benchmarks of the `chaos run` pipeline (see docs/performance.md): goose users, our own
 # µs timing, the sample channel, the HDR recorders and the window log, measured against wrk on
 # the same machine. Loopback only; every run is bounded in time; the mock is pinned to CPU 0
 # and the load generator (wrk or `chaos run`) to CPU 1.

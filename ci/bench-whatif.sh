@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Benchmark of `chaos whatif` (see README "What if"): the time and peak memory of replaying a
+# Benchmark of `chaos whatif` (see docs/whatif.md): the time and peak memory of replaying a
 # 10-minute run at 100 req/s (ci/whatif-bench.toml, ~60 000 requests) under the policy that ran
 # plus the 10 shipped textbook policies, on one core (taskset -c 0). The run itself is made
 # first (10 minutes, loopback only, bounded by the scenario) unless RUN_DIR names one.
