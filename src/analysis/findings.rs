@@ -54,6 +54,12 @@ pub const STORM_AMPLIFICATION: f64 = 1.5;
 /// …and a phase with at least this many attempts per request: one busy second (a budget's
 /// saved-up tokens spent at once) is not a storm.
 pub const STORM_PHASE_AMPLIFICATION: f64 = 1.2;
+/// A measurable phase at this many attempts per request or more (retries added half again
+/// its load) makes the storm critical; between the two it is a warning.
+pub const STORM_PHASE_CRITICAL: f64 = 1.5;
+/// Attempts per request a phase may exceed its declared retry budget's ceiling by and still
+/// count as within it (the budget's tokens are counted over a window, not per phase).
+pub const BUDGET_SLACK: f64 = 0.05;
 /// Retries are "immediate" when at least this share left within 50 ms of the failure. Full
 /// jitter over a 100 ms base puts about half of first retries under 50 ms by design, so the
 /// bar is well above that.
@@ -133,25 +139,72 @@ fn retry_storm(s: &Summary, out: &mut Vec<Finding>) {
     let Some(r) = &s.retry else { return };
     let (Some(peak), Some(at)) = (r.amplification.max_window, r.amplification.max_window_t_s) else { return };
     // Only phases that can be measured: a one-request escape stage at A = 2 is no storm.
-    let phase_peak = r
+    let Some((phase, phase_peak)) = r
         .amplification
         .by_phase
         .iter()
-        .filter(|(name, _)| s.stages.iter().any(|st| &st.name == *name && st.measurable))
-        .map(|(_, a)| *a)
-        .fold(0.0, f64::max);
+        .filter_map(|(name, a)| s.stages.iter().find(|st| &st.name == name && st.measurable).map(|st| (st, *a)))
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+    else {
+        return;
+    };
     if peak < STORM_AMPLIFICATION || phase_peak < STORM_PHASE_AMPLIFICATION || r.retries == 0 {
         return;
     }
     let Some((worst, base)) = errors_rose(s) else { return };
+    let added = phase_peak - 1.0;
+    // A declared retry budget allows `percent` % of requests plus a floor of retries per
+    // second: at a phase's request rate λ that is 1 + percent/100 + floor/λ attempts per
+    // request. Retries within it are the budget doing its job, not a storm.
+    let limits = &s.declared;
+    if let Some(pct_allowed) = limits.sut_retry_budget_percent {
+        let floor = f64::from(limits.sut_retry_budget_floor_per_s.unwrap_or(0));
+        let floor_share = if phase.offered_rps > 0.0 { floor / phase.offered_rps } else { 0.0 };
+        let ceiling = 1.0 + pct_allowed / 100.0 + floor_share;
+        if phase_peak <= ceiling + BUDGET_SLACK {
+            if floor_share > pct_allowed / 100.0 {
+                push(
+                    out,
+                    "retry_budget_floor",
+                    Severity::Warning,
+                    "retry.amplification",
+                    Some(r.amplification.overall),
+                    format!(
+                        "Retries stayed within the SUT's budget ({} % of requests + {floor:.0}/s), but at {:.1} req/s in {} its floor of {floor:.0} retry/s is {} of requests, so retries added {} to that phase's load (A = {phase_peak:.2}; {:.2} over the run) while errors rose to {} in {}.",
+                        trim(pct_allowed),
+                        phase.offered_rps,
+                        code(&phase.name),
+                        pct(floor_share),
+                        pct(added),
+                        r.amplification.overall,
+                        pct(worst.error_rate),
+                        code(&worst.name),
+                    ),
+                    "Lower the budget's `min_per_second` (or set it to 0) so that at low traffic retries stay near its percentage.",
+                );
+            }
+            return;
+        }
+    }
+    let severity = if phase_peak >= STORM_PHASE_CRITICAL { Severity::Critical } else { Severity::Warning };
+    let budget = match limits.sut_retry_budget_percent {
+        Some(p) => format!(
+            " The SUT declares a retry budget of {} % + {}/s, which these retries exceeded.",
+            trim(p),
+            limits.sut_retry_budget_floor_per_s.unwrap_or(0)
+        ),
+        None => String::new(),
+    };
     push(
         out,
         "retry_storm",
-        Severity::Critical,
+        severity,
         "retry.amplification.max_window",
         Some(peak),
         format!(
-            "Retry storm: upstream attempts per request reached {peak:.2} in the second at {at} s (at most {} with {} retries; {:.2} over the run) while the error rate rose from {} in {} to {} in {} — retries multiplied the load on a provider that was already failing.",
+            "Retry storm: retries added {} to the load of {} (A = {phase_peak:.2}) and upstream attempts per request reached {peak:.2} in the second at {at} s (at most {} with {} retries; {:.2} over the run) while the error rate rose from {} in {} to {} in {} — retries multiplied the load on a provider that was already failing.{budget}",
+            pct(added),
+            code(&phase.name),
             r.max_retries + 1,
             r.max_retries,
             r.amplification.overall,
@@ -162,6 +215,11 @@ fn retry_storm(s: &Summary, out: &mut Vec<Finding>) {
         ),
         "Cap retries with a budget (retries ≤ ~10 % of requests) or client-side throttling, and stop retrying timeouts of a slow provider at once.",
     );
+}
+
+/// `1.5`, `10`: a declared figure as its author wrote it.
+fn trim(v: f64) -> String {
+    if v.fract() == 0.0 { format!("{v:.0}") } else { format!("{v}") }
 }
 
 fn saturation(s: &Summary, out: &mut Vec<Finding>) {
@@ -456,6 +514,58 @@ mod tests {
         s.retry = Some(storm(4.0));
         s.stages[1].error_rate = 0.02;
         assert!(!ids(&s).contains(&"retry_storm".to_string()), "retries that did not come with errors are no storm");
+    }
+
+    #[test]
+    fn a_phase_between_1_2_and_1_5_attempts_per_request_is_a_warning_not_a_critical_storm() {
+        let mut s = summary();
+        let mut r = storm(2.0);
+        r.amplification.by_phase = [("baseline".to_string(), 1.0), ("fault".to_string(), 1.3)].into();
+        s.retry = Some(r);
+        let f = findings(&s);
+        let storm = f.iter().find(|f| f.id == "retry_storm").expect("A = 1.3 over a phase with errors rising");
+        assert_eq!(storm.severity, Severity::Warning);
+        assert!(storm.what.contains("retries added 30 % to the load of `fault` (A = 1.30)"), "{}", storm.what);
+        s.retry.as_mut().unwrap().amplification.by_phase.insert("fault".into(), 1.5);
+        assert_eq!(findings(&s).iter().find(|f| f.id == "retry_storm").unwrap().severity, Severity::Critical);
+    }
+
+    /// The hardened probe run (metastability-probe): a 10 % + 1/s budget at 4 req/s allows
+    /// 1 + 0.10 + 1/4 = 1.35 attempts per request; its phase at 1.30 with one second at 2.0
+    /// was called a critical storm and told to add the budget it had.
+    #[test]
+    fn retries_within_the_declared_budget_are_no_storm_and_a_floor_that_dominates_says_so() {
+        let mut s = summary();
+        s.stages[1].offered_rps = 4.0;
+        s.declared.sut_retry_budget_percent = Some(10.0);
+        s.declared.sut_retry_budget_floor_per_s = Some(1);
+        let mut r = storm(2.0);
+        r.amplification.overall = 0.91;
+        r.amplification.by_phase = [("baseline".to_string(), 1.0), ("fault".to_string(), 1.3)].into();
+        s.retry = Some(r);
+        let f = findings(&s);
+        assert!(!f.iter().any(|f| f.id == "retry_storm"), "{f:?}");
+        let floor = f.iter().find(|f| f.id == "retry_budget_floor").expect("the floor is 25 % of requests at 4 req/s");
+        assert_eq!(floor.severity, Severity::Warning);
+        assert!(floor.what.contains("its floor of 1 retry/s is 25 % of requests"), "{}", floor.what);
+        assert!(floor.change.contains("min_per_second"), "{}", floor.change);
+        // At 40 req/s the floor is 2.5 %, under the 10 %: the budget is working, nothing to say.
+        s.stages[1].offered_rps = 40.0;
+        s.retry.as_mut().unwrap().amplification.by_phase.insert("fault".into(), 1.1);
+        s.retry.as_mut().unwrap().amplification.max_window = Some(1.6);
+        let f = findings(&s);
+        assert!(!f.iter().any(|f| f.id == "retry_storm" || f.id == "retry_budget_floor"), "{f:?}");
+        // Past the budget's ceiling (1.125 at 40 req/s) by more than the slack, it is a storm
+        // again, and says the budget was exceeded.
+        s.retry.as_mut().unwrap().amplification.by_phase.insert("fault".into(), 1.6);
+        let f = findings(&s);
+        let storm = f.iter().find(|f| f.id == "retry_storm").expect("A = 1.6 beyond a 1.125 ceiling");
+        assert_eq!(storm.severity, Severity::Critical);
+        assert!(
+            storm.what.contains("declares a retry budget of 10 % + 1/s, which these retries exceeded"),
+            "{}",
+            storm.what
+        );
     }
 
     #[test]

@@ -31,6 +31,12 @@ pub struct DeclaredLimits {
     pub sut_deadline_ms: Option<f64>,
     /// Concurrent generations across the mock upstreams (`None`: unlimited).
     pub provider_slots: Option<u32>,
+    /// The SUT's retry budget: the share of requests that may be retried, percent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sut_retry_budget_percent: Option<f64>,
+    /// The SUT's retry budget: retries always allowed per second.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sut_retry_budget_floor_per_s: Option<u32>,
 }
 
 /// `summary.in_flight`: load at the mock upstreams.

@@ -288,7 +288,7 @@ pub fn analyse(unit: &str, steps: Vec<SweepStep>, fault_multiplier: Option<f64>)
         knee.load, knee.rps, safe_load, safe_rps
     ));
     notes.push(format!(
-        "Little's law: {safe_rps:.1} req/s × {mean_s:.2} s mean latency = {in_flight:.0} requests in flight — size client and upstream pools for at least that"
+        "Little's law: {safe_rps:.1} req/s × {mean_s:.2} s mean latency = {in_flight:.1} requests in flight — size client and upstream pools for at least {}", in_flight.ceil()
     ));
     if let (Some(m), Some(f)) = (fault_multiplier, faulted) {
         notes.push(format!(

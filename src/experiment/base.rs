@@ -46,6 +46,8 @@ fn declared_limits(scenario: &Scenario) -> crate::analysis::in_flight::DeclaredL
             .map(|d| d.as_std().as_secs_f64() * 1000.0),
         sut_deadline_ms: policy.as_ref().and_then(|p| p.client.deadline).map(|d| d.as_std().as_secs_f64() * 1000.0),
         provider_slots: slots,
+        sut_retry_budget_percent: policy.as_ref().and_then(|p| p.retry.budget.as_ref()).map(|b| b.percent),
+        sut_retry_budget_floor_per_s: policy.as_ref().and_then(|p| p.retry.budget.as_ref()).map(|b| b.min_per_second),
     }
 }
 

@@ -214,10 +214,26 @@ fn timeline(d: &mut Doc, s: &Summary) {
     }
     // (seconds, order within the same second, wall clock, what)
     let mut rows: Vec<(f64, u8, String, String)> = Vec::new();
-    for st in s.stages.iter().filter(|st| st.kind == "phase") {
+    for st in s.stages.iter().filter(|st| st.kind == "phase" && st.group.is_none()) {
         rows.push((st.start_s, 0, String::new(), format!("phase {} starts", code(&st.name))));
     }
-    for f in s.faults.iter().filter(|f| f.group.is_none()) {
+    // A sweep condition, the verification and each probe cell: one line where it starts.
+    let mut seen: Vec<&str> = Vec::new();
+    for st in &s.stages {
+        let Some(g) = st.group.as_deref().filter(|g| !seen.contains(g)) else { continue };
+        seen.push(g);
+        let n = s.stages.iter().filter(|o| o.group.as_deref() == Some(g)).count();
+        let plural = if n == 1 { "" } else { "s" };
+        let what = if st.kind == "step" {
+            format!("sweep under {} starts ({n} step{plural})", code(g))
+        } else if g == "verify" {
+            format!("verification of the safe limit starts ({n} stage{plural})")
+        } else {
+            format!("probe cell {} starts ({n} stage{plural})", code(g))
+        };
+        rows.push((st.start_s, 0, String::new(), what));
+    }
+    for f in &s.faults {
         let what = format!(
             "{} ({}{})",
             code(&f.name),
@@ -484,7 +500,7 @@ fn capacity(d: &mut Doc, s: &Summary, charts: &[String]) {
         }
         d.push(Block::List(sw.notes.clone()));
         d.push(Block::Table(
-            ["load", "offered/s", "goodput/s (by completion)", "p50 ms", "p95 ms", "p99 ms", "errors", "steady"]
+            ["load", "offered/s", "goodput/s (by completion)", "p50 ms", "p95 ms", "p99 ms", "errors", "backlog"]
                 .iter()
                 .map(|h| (*h).to_string())
                 .collect(),
@@ -499,7 +515,7 @@ fn capacity(d: &mut Doc, s: &Summary, charts: &[String]) {
                         ms(st.p95_ms),
                         ms(st.p99_ms),
                         pct(st.error_rate),
-                        st.sustainability.clone(),
+                        super::text::backlog_wire(&st.sustainability),
                     ]
                 })
                 .collect(),
@@ -528,7 +544,7 @@ fn conditions(d: &mut Doc, s: &Summary) {
     if let Some(r) = &s.recommended {
         let pool = match (r.pool, &r.pool_condition) {
             (Some(p), Some(c)) => {
-                format!("; size pools and concurrency limits for **{p:.0} in flight** (needed under {})", code(c))
+                format!("; size pools and concurrency limits for **{} in flight** (needed under {})", p.ceil(), code(c))
             }
             _ => String::new(),
         };
@@ -999,5 +1015,53 @@ mod tests {
         // A run with no fault and no note has no timeline.
         let quiet = Summary::empty(crate::analysis::summary::RunIdentity::for_tests());
         assert!(!document(&quiet, None, &[]).markdown().contains("## Timeline"));
+    }
+
+    /// The committed capacity-sweep and probe reports printed a Timeline heading over an empty
+    /// table: every fault there belongs to a condition or a cell, and no stage is a plain phase.
+    #[test]
+    fn a_sweep_s_timeline_names_its_conditions_and_their_faults() {
+        use crate::analysis::recovery::FaultWindow;
+        let stage = |name: &str, kind: &str, group: &str, start_s: f64| -> crate::analysis::summary::StageSummary {
+            serde_json::from_value(serde_json::json!({
+                "name": name, "kind": kind, "group": group, "start_s": start_s, "duration_s": 10.0,
+                "warmup_s": 0.0, "level": {"model": "open", "rate": 10.0}, "requests": 100,
+                "offered_rps": 10.0, "latency_ms": null, "ttft_ms": null, "itl_ms": null, "outcomes": {},
+                "error_rate": 0.0, "valid_rate": 1.0, "upstream_attempts": 100,
+                "attempts_per_request": null, "client_attempts_per_request": null, "schedule": null,
+                "sustainability": "sustained"
+            }))
+            .unwrap()
+        };
+        let s = Summary {
+            stages: vec![
+                stage("healthy/step-1", "step", "healthy", 0.0),
+                stage("healthy/step-2", "step", "healthy", 10.0),
+                stage("slow-x2/step-1", "step", "slow-x2", 20.0),
+                stage("slow-x2/step-2", "step", "slow-x2", 30.0),
+                stage("verify/before", "phase", "verify", 40.0),
+            ],
+            faults: vec![FaultWindow {
+                name: "slow-x2".into(),
+                kind: "latency".into(),
+                start_s: 20.0,
+                end_s: Some(40.0),
+                upstream: None,
+                multiplier: Some(2.0),
+                group: Some("slow-x2".into()),
+            }],
+            ..Summary::empty(crate::analysis::summary::RunIdentity::for_tests())
+        };
+        let md = document(&s, None, &[]).markdown();
+        let rows = [
+            "| 0.0 | sweep under `healthy` starts (2 steps) |",
+            "| 20.0 | sweep under `slow-x2` starts (2 steps) |",
+            "| 20.0 | fault `slow-x2` (latency ×2) starts |",
+            "| 40.0 | verification of the safe limit starts (1 stage) |",
+        ];
+        let at: Vec<usize> =
+            rows.iter().map(|r| md.find(r).unwrap_or_else(|| panic!("{r} missing from\n{md}"))).collect();
+        assert!(at.windows(2).all(|w| w[0] < w[1]), "out of order:\n{md}");
+        assert!(!md.contains("phase `verify/before` starts"), "{md}");
     }
 }

@@ -113,7 +113,7 @@ pub fn stage_table(s: &Summary) -> (Vec<String>, Vec<Vec<String>>) {
 
 /// What the backlog check found, in words that cannot read as health: it only says whether a
 /// backlog grew, never whether requests were good (the `good (SLO)` column says that).
-fn backlog(s: analysis::summary::Sustainability) -> &'static str {
+pub(super) fn backlog(s: analysis::summary::Sustainability) -> &'static str {
     use analysis::summary::Sustainability as S;
     match s {
         S::Sustained => "not growing",
@@ -121,6 +121,13 @@ fn backlog(s: analysis::summary::Sustainability) -> &'static str {
         S::GeneratorLimited => "generator-limited",
         S::Empty => "—",
     }
+}
+
+/// [`backlog`] of a sweep step, which carries the check's wire name; an unknown name (a newer
+/// summary) is shown as written.
+pub(super) fn backlog_wire(wire: &str) -> String {
+    serde_json::from_value(serde_json::Value::String(wire.to_string()))
+        .map_or_else(|_| crate::markup::text(wire), |s| backlog(s).to_string())
 }
 
 /// The verdict as a document block (checks table), for report.md and the terminal.

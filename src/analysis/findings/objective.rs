@@ -437,12 +437,12 @@ mod tests {
         // 10 errors in one second of 1200 requests: 99.2 % good.
         let mut s = run(|i| if (300..310).contains(&i) { Outcome::Error } else { Outcome::Ok });
         assert!(s.slo.as_ref().unwrap().met);
-        // The same second at A = 4 (errors rose from 0 % to 40 % in the phase) would be a storm.
+        // The same second at A = 4, in a phase at 1.6 (errors rose from 0 % to 40 %), would be a critical storm.
         s.stages[1].error_rate = 0.4;
         let mut r = crate::analysis::retry::RetryAnalysis { retries: 30, max_retries: 3, ..Default::default() };
         r.amplification.max_window = Some(4.0);
         r.amplification.max_window_t_s = Some(90);
-        r.amplification.by_phase = [("fault".to_string(), 1.3)].into();
+        r.amplification.by_phase = [("fault".to_string(), 1.6)].into();
         s.retry = Some(r);
         let f = findings(&s);
         assert!(f.iter().any(|f| f.id == "retry_storm"), "{f:?}");

@@ -115,7 +115,20 @@ fn a_probe_run_reads_as_its_grid_and_how_many_cells_stuck() {
          `slow-x5`: 2 stuck, 1 slow to recover of 4 (120 s run).",
     );
     assert!(!read[0].contains("No fault"));
+    let stuck_run = s.clone();
     s.probe.as_mut().unwrap().cells.iter_mut().for_each(|c| c.verdict = CellVerdict::Recovered);
     (s.probe.as_mut().unwrap().stuck, s.probe.as_mut().unwrap().slow) = (0, 0);
     assert!(story(&s)[0].contains(": every cell recovered ("), "{}", story(&s)[0]);
+    // Side by side, the grid is said once and each run's cells with its name: the first run's
+    // "2 stuck" must not read as the comparison's.
+    let names = ["naive".to_string(), "hardened".to_string()];
+    assert_eq!(
+        super::happened_across(&[&stuck_run, &s], &names).unwrap(),
+        "A metastability probe of 4 cells, loads of 0.3 to 0.9 × the knee (8 req/s) each through `slow-x3` and \
+         `slow-x5`: `naive` 2 stuck, 1 slow to recover of 4 (120 s run); `hardened` every cell recovered (120 s run).",
+    );
+    let mut plain = stuck_run.clone();
+    plain.probe = None;
+    plain.story = vec!["Fault `slow`.".into()];
+    assert_eq!(super::happened_across(&[&plain, &s], &names).as_deref(), Some("Fault `slow`."));
 }

@@ -28,7 +28,7 @@ fn cost(a: &Attainment) -> String {
 }
 
 /// The comparison's ten-second read, at most three sentences: what happened (the first run's
-/// own first sentence), who kept more requests within the objective — in the phases where the
+/// own first sentence; a probe's outcome per run), who kept more requests within the objective — in the phases where the
 /// runs differ and over the run — and at what cost, then the change that matters most for the
 /// better run. Empty when the runs declare no objective.
 pub fn verdict(runs: &[&Summary], names: &[String]) -> Vec<String> {
@@ -36,7 +36,7 @@ pub fn verdict(runs: &[&Summary], names: &[String]) -> Vec<String> {
     if runs.iter().any(|s| s.slo.is_none()) {
         return Vec::new();
     }
-    let mut out: Vec<String> = runs[0].story.first().cloned().into_iter().collect();
+    let mut out: Vec<String> = crate::analysis::story::happened_across(runs, names).into_iter().collect();
     let each: Vec<&Attainment> = runs.iter().filter_map(|s| s.slo.as_ref().map(|x| &x.run)).collect();
     let (best, worst) = extremes(&each);
     let words = format!("{}, target {}", objective_words(runs[0]), share_against(o.target, o.target));
