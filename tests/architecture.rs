@@ -240,3 +240,20 @@ fn the_table_is_read_from_the_document_with_every_row() {
     );
     assert_eq!(table.len(), 24, "{table:?}");
 }
+
+/// Outside test modules, a module names what it takes from its parent: a `use super::*` at the
+/// top of a file split one `impl` across files and hid where names came from (issue 26). Test
+/// modules (`tests.rs`, or an indented `use super::*` inside `mod tests`) may glob.
+#[test]
+fn no_module_outside_tests_globs_its_parent() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let globbing: Vec<String> = files
+        .iter()
+        .filter(|f| f.file_name().is_some_and(|n| n != "tests.rs"))
+        .filter(|f| std::fs::read_to_string(f).unwrap().lines().any(|l| l.starts_with("use super::*;")))
+        .map(|f| f.strip_prefix(&src).unwrap().display().to_string())
+        .collect();
+    assert!(globbing.is_empty(), "these import their parent with `use super::*`; name the items instead: {globbing:?}");
+}

@@ -24,8 +24,7 @@ use std::time::{Duration, Instant};
 
 use goose::config::GooseConfiguration;
 use goose::prelude::*;
-use rand::RngExt;
-use reqwest::header::{CONTENT_TYPE, HeaderName, HeaderValue, RETRY_AFTER};
+use reqwest::header::{HeaderName, HeaderValue};
 use tokio::sync::{mpsc, watch};
 
 pub use crate::record::{Outcome, Sample};

@@ -2,7 +2,14 @@
 //! think time (closed load), send the logical request with its correlation id, retry as the
 //! scenario's client policy says, time every byte, classify the answer and emit one sample.
 
-use super::*;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use goose::prelude::GooseUser;
+use rand::RngExt;
+use reqwest::header::{CONTENT_TYPE, HeaderValue, RETRY_AFTER};
+
+use super::{Api, Outcome, Sample, Shared, Ticket, answer};
 
 impl Shared {
     /// Sleeps until `us` on the run clock; false if the run was stopped first.

@@ -44,7 +44,7 @@ pub mod slots;
 mod state;
 pub mod timeline;
 
-use std::net::{Ipv4Addr, SocketAddr};
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -2,7 +2,17 @@
 //! the attempt and event logs, the fault timeline and a metrics registry, with an optional
 //! control API beside them.
 
-use super::*;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::watch;
+
+use super::{
+    Attempt, Event, MockError, MockOptions, MockUpstream, Shared, TimelineError, UpstreamState, admin, expiry, server,
+};
+use crate::faults::{Entry, Timeline};
+use crate::scenario::{NamedFault, Upstream};
 
 /// Several named upstreams served from one process, sharing a clock, an attempt log and a
 /// metrics registry (each has its own port and profile).

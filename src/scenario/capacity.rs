@@ -6,7 +6,8 @@
 //! Part of `scenario` (layer 1): files only; must not depend on `mock`, `load` or anything
 //! that runs.
 
-use super::*;
+use super::{Duration, Load, NamedFault, ScenarioError, Source, Stage, did_you_mean, load};
+use crate::faults::Fault;
 
 /// Checks the fault names `[load.sweep] conditions`, `[load.verify] trigger` and
 /// `[load.probe] triggers` use, places the condition faults on their sweeps, and takes the

@@ -35,7 +35,7 @@ pub use sut::{AbortSection, Limits, LimitsSection, Placeholder, Sut, SutKind, Su
 pub use timeline::{faults_from_source, load_faults};
 pub use upstreams::{load_profile, profile_from_source};
 
-use crate::faults::{Fault, Timeline};
+use crate::faults::Fault;
 use gate::check_gate;
 use timeline::{anchor_faults, check_faults};
 use upstreams::resolve_members;

@@ -4,7 +4,8 @@
 use std::collections::HashSet;
 use std::path::Path;
 
-use super::*;
+use super::{Duration, FaultsFile, Load, NamedFault, ScenarioError, Source, Stage, StageKind, did_you_mean};
+use crate::faults::{Fault, Timeline};
 
 /// Parses a phase anchor: `phase:NAME` or `phase:NAME+DURATION`.
 fn parse_anchor(at: &str) -> Option<(&str, Duration)> {

@@ -4,7 +4,7 @@
 use std::collections::HashSet;
 use std::path::Path;
 
-use super::*;
+use super::{Profile, ProfileFile, ScenarioError, Source, Upstream, UpstreamSpec};
 
 /// Reads a profile file and returns the upstreams it describes: one for a plain profile (named
 /// by its `name`, or the file stem), or every member of a pool.

@@ -1,7 +1,7 @@
 //! A `[load]` section checked (phases, sweep, prompts, retries) and resolved into the run's
 //! stages on one timeline: phases in order, then the sweep's steps.
 
-use super::*;
+use super::{Api, Duration, Load, LoadLevel, LoadSection, Probe, Stage, StageKind, Verify};
 use crate::located::Problems;
 
 /// Problems in a `[load]` section, as (key path, found, expected).
