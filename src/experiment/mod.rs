@@ -506,28 +506,11 @@ fn run_view(scenario: &Scenario, run_id: &str, folder: &RunFolder, pool: &MockPo
     }
 }
 
-/// Why `scenario` cannot run in shards, if it cannot: it lays out stages from what it
-/// measured (the verification and the probe need the whole run's knee, which no shard sees),
-/// or it has variants (a worker runs one: `--variant NAME`).
-pub fn shard_problem(scenario: &Scenario) -> Option<String> {
-    let load = scenario.load.as_ref();
-    if load.is_some_and(|l| l.verify.is_some() || l.probe.is_some()) {
-        return Some(format!(
-            "{}: [load.verify] and [load.probe] lay out stages from what the run measured, which no single shard sees; run them in one process",
-            scenario.path.display()
-        ));
-    }
-    if !scenario.variants.is_empty() {
-        return Some(format!("{}: a sharded run runs one variant: add --variant NAME", scenario.path.display()));
-    }
-    None
-}
-
 /// Checks `--worker` before anything starts: the scenario can be sharded, and a shared mock
 /// is an origin on this machine or on a host `allow_remote` names (every URL the worker
 /// derives from it is checked too, as the gateway or the load would use it).
 fn check_worker(scenario: &Scenario, w: &WorkerOptions, allow_remote: &[String]) -> Result<(), RunError> {
-    if let Some(p) = shard_problem(scenario) {
+    if let Some(p) = scenario.shard_problem() {
         return Err(RunError::Worker(format!("--worker: {p}")));
     }
     if let Some(m) = &w.mock {

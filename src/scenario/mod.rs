@@ -294,6 +294,23 @@ impl Scenario {
         Ok(base)
     }
 
+    /// Why this scenario cannot run in shards, if it cannot: it lays out stages from what it
+    /// measured (the verification and the probe need the whole run's knee, which no shard
+    /// sees), or it has variants (a worker runs one: `--variant NAME`).
+    pub fn shard_problem(&self) -> Option<String> {
+        let load = self.load.as_ref();
+        if load.is_some_and(|l| l.verify.is_some() || l.probe.is_some()) {
+            return Some(format!(
+                "{}: [load.verify] and [load.probe] lay out stages from what the run measured, which no single shard sees; run them in one process",
+                self.path.display()
+            ));
+        }
+        if !self.variants.is_empty() {
+            return Some(format!("{}: a sharded run runs one variant: add --variant NAME", self.path.display()));
+        }
+        None
+    }
+
     /// The variant named `name`, or what the names are.
     pub fn variant_named(&self, name: &str) -> Result<&Scenario, String> {
         self.variants.iter().find(|v| v.name == name).map(|v| v.scenario.as_ref()).ok_or_else(|| {

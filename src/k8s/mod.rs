@@ -1,4 +1,4 @@
-//! `chaos k8s render SCENARIO --workers N`: the Kubernetes manifests that run a scenario's
+//! The Kubernetes manifests (`chaos k8s render SCENARIO --workers N` prints them) that run a scenario's
 //! load from N pods on one clock, with no coordinator beyond Kubernetes itself.
 //!
 //! What it prints, in apply order:
@@ -18,6 +18,10 @@
 //! Every pod runs as a non-root user with a read-only root file system and no capabilities.
 //! The start is an absolute instant (now + `--start-in`): nodes are NTP-synchronised to
 //! milliseconds, and a worker scheduled late skips and counts what it missed.
+//!
+//! Layer 3, beside `mock`, `gateway`, `load` and `sut`: reads scenarios (and their files) and
+//! renders text; must not depend on `experiment`, `cli` or anything that runs. `cli` parses
+//! the flags into [`RenderArgs`] and prints what [`render`] returns.
 
 mod check;
 mod yaml;
@@ -27,72 +31,62 @@ use std::time::SystemTime;
 
 use serde_json::{Value, json};
 
-use super::CliError;
 use crate::scenario::{Duration, Scenario};
 
-/// Arguments of `chaos k8s`.
-#[derive(Debug, clap::Args)]
-pub struct Args {
-    #[command(subcommand)]
-    command: K8sCommand,
-}
-
-#[derive(Debug, clap::Subcommand)]
-enum K8sCommand {
-    /// Print the manifests that run a scenario from N worker pods (kubectl apply -f -).
-    Render(RenderArgs),
-}
-
-/// Arguments of `chaos k8s render`.
-#[derive(Debug, clap::Args)]
+/// What to render: the scenario, how many workers, and what the pods get. `chaos k8s render`
+/// fills it from its flags.
+#[derive(Clone, Debug)]
 pub struct RenderArgs {
     /// The scenario file.
     pub scenario: PathBuf,
     /// Worker pods (shards of the load).
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub workers: u32,
-    /// The container image (built from the repository's Dockerfile and pushed where the
-    /// cluster pulls from).
-    #[arg(long, default_value = concat!("chaos:", env!("CARGO_PKG_VERSION")))]
+    /// The container image.
     pub image: String,
-    /// The load starts this long after rendering (every pod must be running by then).
-    #[arg(long, default_value = "60s")]
+    /// The load starts this long after rendering.
     pub start_in: Duration,
-    /// The shared start instant instead (RFC 3339).
-    #[arg(long, value_name = "TIME", value_parser = super::run::parse_instant, conflicts_with = "start_in")]
+    /// The shared start instant instead.
     pub start_at: Option<SystemTime>,
     /// Prefix of every object's name (default: `chaos-<scenario>`).
-    #[arg(long)]
     pub name: Option<String>,
     /// Namespace of every object (default: kubectl's current one).
-    #[arg(long)]
     pub namespace: Option<String>,
     /// Storage class of the results volume (it must offer ReadWriteMany).
-    #[arg(long)]
     pub storage_class: Option<String>,
     /// Size of the results volume.
-    #[arg(long, default_value = "5Gi")]
     pub storage: String,
     /// CPU each worker pod requests (and is limited to).
-    #[arg(long, default_value = "2")]
     pub cpu: String,
     /// Memory each worker pod requests (and is limited to).
-    #[arg(long, default_value = "2Gi")]
     pub memory: String,
     /// The scenario's time scale, as `chaos run --time-scale`.
-    #[arg(long, default_value_t = 1.0)]
     pub time_scale: f64,
-    /// The variant to run (a scenario with variants runs one per rendering).
-    #[arg(long)]
+    /// The variant to run.
     pub variant: Option<String>,
-    /// A non-Service host the workers may send load to (the scenario's allow_remote must name
-    /// it too). Without it, load goes only to loopback and the in-cluster Services the
-    /// scenario names.
-    #[arg(long)]
+    /// Non-Service hosts the workers may send load to.
     pub allow_remote: Vec<String>,
     /// Start no mock Deployment: each worker pod runs the scenario's mocks itself.
-    #[arg(long)]
     pub no_mock: bool,
+}
+
+/// Why manifests could not be rendered.
+#[derive(Debug, thiserror::Error)]
+pub enum K8sError {
+    /// The scenario (or a file it reads) is wrong.
+    #[error("{0}")]
+    Scenario(#[from] crate::located::ScenarioError),
+    /// A flag or the scenario asks for something that cannot be rendered.
+    #[error("{0}")]
+    Usage(String),
+    /// A file the scenario reads could not be read.
+    #[error("{context}: {source}")]
+    Io {
+        /// What was being read.
+        context: String,
+        /// Why it failed.
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 /// The first port of the mock Service; the scenario's other upstreams follow.
@@ -103,27 +97,21 @@ const RESULTS: &str = "/results";
 /// The image's user (see Dockerfile).
 const UID: u32 = 10001;
 
-pub(super) fn run(args: &Args) -> Result<(), CliError> {
-    match &args.command {
-        K8sCommand::Render(r) => super::run::print(&render(r, SystemTime::now())?),
-    }
-}
-
 /// The manifests for `args`, rendered at `now`.
-pub fn render(args: &RenderArgs, now: SystemTime) -> Result<String, CliError> {
+pub fn render(args: &RenderArgs, now: SystemTime) -> Result<String, K8sError> {
     if !(args.time_scale > 0.0 && args.time_scale.is_finite()) {
-        return Err(CliError::Usage(format!("--time-scale {}: expected a number > 0", args.time_scale)));
+        return Err(K8sError::Usage(format!("--time-scale {}: expected a number > 0", args.time_scale)));
     }
     check::flags(args)?;
     let mut scenario = Scenario::load(&args.scenario)?.scaled(args.time_scale);
     if let Some(v) = &args.variant {
-        scenario = scenario.variant_named(v).map_err(CliError::Usage)?.clone();
+        scenario = scenario.variant_named(v).map_err(K8sError::Usage)?.clone();
     }
-    if let Some(p) = crate::experiment::shard_problem(&scenario) {
-        return Err(CliError::Usage(p));
+    if let Some(p) = scenario.shard_problem() {
+        return Err(K8sError::Usage(p));
     }
     if scenario.load.is_none() {
-        return Err(CliError::Usage(format!(
+        return Err(K8sError::Usage(format!(
             "{}: nothing to run: the scenario has no [load]",
             args.scenario.display()
         )));
@@ -170,7 +158,7 @@ pub fn render(args: &RenderArgs, now: SystemTime) -> Result<String, CliError> {
     let mut items = Vec::new();
     for f in &files {
         let text = std::fs::read_to_string(f)
-            .map_err(|source| CliError::Io { context: format!("reading {}", f.display()), source })?;
+            .map_err(|source| K8sError::Io { context: format!("reading {}", f.display()), source })?;
         let key = config_key(&rel(f));
         items.push(json!({"key": key, "path": rel(f)}));
         data.insert(key, Value::String(text));
@@ -432,17 +420,17 @@ pub fn render(args: &RenderArgs, now: SystemTime) -> Result<String, CliError> {
 
 /// The scenario file, then every file it reads (upstream profiles and their pool members,
 /// gateway policy files), each once.
-fn scenario_files(scenario: &Path) -> Result<Vec<PathBuf>, CliError> {
+fn scenario_files(scenario: &Path) -> Result<Vec<PathBuf>, K8sError> {
     let mut out: Vec<PathBuf> = Vec::new();
     let mut todo = vec![scenario.to_path_buf()];
     while let Some(f) = todo.pop() {
         let canonical =
-            f.canonicalize().map_err(|source| CliError::Io { context: format!("reading {}", f.display()), source })?;
+            f.canonicalize().map_err(|source| K8sError::Io { context: format!("reading {}", f.display()), source })?;
         if out.contains(&canonical) {
             continue;
         }
         let text = std::fs::read_to_string(&canonical)
-            .map_err(|source| CliError::Io { context: format!("reading {}", f.display()), source })?;
+            .map_err(|source| K8sError::Io { context: format!("reading {}", f.display()), source })?;
         let dir = canonical.parent().map(Path::to_path_buf).unwrap_or_default();
         out.push(canonical);
         if let Ok(value) = text.parse::<toml::Table>() {

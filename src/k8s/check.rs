@@ -6,12 +6,12 @@
 //! Written by hand: the grammars are a few lines each, and the Kubernetes crates that know them
 //! (`k8s-openapi`) carry them as unchecked strings.
 
-use super::{CliError, RenderArgs};
+use super::{K8sError, RenderArgs};
 
 /// Every flag of `args` that becomes a Kubernetes name or quantity, checked.
-pub(super) fn flags(args: &RenderArgs) -> Result<(), CliError> {
+pub(super) fn flags(args: &RenderArgs) -> Result<(), K8sError> {
     let refuse = |flag: &str, value: &str, expected: &str| {
-        Err(CliError::Usage(format!("{flag} {value:?}: expected {expected}")))
+        Err(K8sError::Usage(format!("{flag} {value:?}: expected {expected}")))
     };
     if let Some(ns) = args.namespace.as_deref().filter(|ns| !dns_label(ns)) {
         return refuse(
