@@ -3,7 +3,7 @@
 //! The library holds everything; the binary only parses the command line. Dependencies flow
 //! one way, down the layers of `docs/architecture.md` (cli → experiment → report → gate →
 //! whatif → analysis → mock, gateway, load, sut, k8s → provider → scenario, faults,
-//! run_folder → the ground); `tests/architecture.rs` reads that table and fails on an import
+//! run_folder → the ground); `tests/it/architecture.rs` reads that table and fails on an import
 //! that goes up.
 //!
 //! A finished run goes one way: records (samples, attempts, events, windows) →

@@ -327,7 +327,7 @@ mod tests {
     /// A real summary: a copy of the shipped example run's, fixed so regenerating the example
     /// never changes what these tests read.
     fn example() -> Summary {
-        serde_json::from_str(include_str!("../../tests/fixtures/slow-upstream-summary.json")).unwrap()
+        serde_json::from_str(include_str!("../../tests/it/fixtures/slow-upstream-summary.json")).unwrap()
     }
 
     fn check(metric: &str, phase: Option<&str>, max: Option<f64>, min: Option<f64>) -> GateCheck {

@@ -15,7 +15,7 @@
 //! 6. a slot, a place in the queue, or overflow ([`capacity`]);
 //! 7. what the attempt is recorded as: [`decide::decision_for`].
 //!
-//! `tests/provider_model.rs` sends the same seeded requests through the mock and the
+//! `tests/it/provider_model.rs` sends the same seeded requests through the mock and the
 //! what-if's provider and requires identical decisions and plans.
 //!
 //! Layer 2: builds on `scenario`, `faults`, `record` and the ground; must not depend on

@@ -474,7 +474,8 @@ mod tests {
 
     #[test]
     fn every_time_chart_spans_the_load_start_to_the_run_end() {
-        let s: Summary = serde_json::from_str(include_str!("../../tests/fixtures/slow-upstream-summary.json")).unwrap();
+        let s: Summary =
+            serde_json::from_str(include_str!("../../tests/it/fixtures/slow-upstream-summary.json")).unwrap();
         let windows: Vec<crate::record::WindowSummary> = (0..3)
             .map(|t| crate::record::WindowSummary {
                 t_s: t * 2,
@@ -519,7 +520,7 @@ mod tests {
     #[test]
     fn a_fault_window_far_past_the_run_is_kept_within_the_chart() {
         let mut s: Summary =
-            serde_json::from_str(include_str!("../../tests/fixtures/slow-upstream-summary.json")).unwrap();
+            serde_json::from_str(include_str!("../../tests/it/fixtures/slow-upstream-summary.json")).unwrap();
         let far = crate::duration::MAX_DURATION.as_secs_f64();
         s.faults.push(crate::analysis::recovery::FaultWindow {
             name: "later".into(),
@@ -547,7 +548,7 @@ mod tests {
     }
 
     fn fixture() -> Summary {
-        serde_json::from_str(include_str!("../../tests/fixtures/slow-upstream-summary.json")).unwrap()
+        serde_json::from_str(include_str!("../../tests/it/fixtures/slow-upstream-summary.json")).unwrap()
     }
 
     /// A run whose stages are sweep steps at 2, 4, …, 10 req/s (of `group`, when given), the

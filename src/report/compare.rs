@@ -357,7 +357,7 @@ mod tests {
     use crate::report::charts::STROKES;
 
     fn fixture() -> Summary {
-        serde_json::from_str(include_str!("../../tests/fixtures/slow-upstream-summary.json")).unwrap()
+        serde_json::from_str(include_str!("../../tests/it/fixtures/slow-upstream-summary.json")).unwrap()
     }
 
     fn series() -> Series {

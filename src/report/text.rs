@@ -290,7 +290,8 @@ mod tests {
 
     #[test]
     fn a_latency_at_the_client_timeout_is_a_bound_not_a_measurement() {
-        let s: Summary = serde_json::from_str(include_str!("../../tests/fixtures/slow-upstream-summary.json")).unwrap();
+        let s: Summary =
+            serde_json::from_str(include_str!("../../tests/it/fixtures/slow-upstream-summary.json")).unwrap();
         let s = Summary { client_timeout_ms: Some(30_000.0), ..s };
         assert_eq!(latency(&s, 30_015.5), "≥ 30s (timeout)");
         assert_eq!(latency(&s, 28_327.9), "28328");
