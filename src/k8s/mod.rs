@@ -24,14 +24,16 @@
 //! the flags into [`RenderArgs`] and prints what [`render`] returns.
 
 mod check;
+mod manifests;
 mod yaml;
 
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::scenario::{Duration, Scenario};
+use manifests::Plan;
 
 /// What to render: the scenario, how many workers, and what the pods get. `chaos k8s render`
 /// fills it from its flags.
@@ -118,302 +120,15 @@ pub fn render(args: &RenderArgs, now: SystemTime) -> Result<String, K8sError> {
     }
     let start_at = args.start_at.unwrap_or(now + args.start_in.as_std());
     let files = scenario_files(&args.scenario)?;
-    let root = common_root(&files);
-    let rel = |p: &Path| p.strip_prefix(&root).unwrap_or(p).to_string_lossy().replace('\\', "/");
-    let scenario_path = format!("{SCENARIO_ROOT}/{}", rel(&files[0]));
-
-    let name = dns_name(&args.name.clone().unwrap_or_else(|| format!("chaos-{}", scenario.name)));
-    let run_id = format!("{}-{}", crate::run_folder::slug(&scenario.name), crate::run_folder::run_id(start_at));
-    let run_dir = format!("{RESULTS}/{run_id}");
-    let at = humantime::format_rfc3339_seconds(start_at).to_string();
-    let n = args.workers;
-    let meta = |suffix: &str, component: &str| {
-        let mut m = json!({
-            "name": format!("{name}{suffix}"),
-            "labels": {
-                "app.kubernetes.io/name": "chaos",
-                "app.kubernetes.io/instance": name,
-                "app.kubernetes.io/component": component,
-                "chaos/run": label_value(&run_id),
-            },
-        });
-        if let Some(ns) = &args.namespace {
-            m["namespace"] = json!(ns);
-        }
-        m
-    };
-    let mut common: Vec<String> = Vec::new();
-    if args.time_scale != 1.0 {
-        common.extend(["--time-scale".into(), args.time_scale.to_string()]);
-    }
-    if let Some(v) = &args.variant {
-        common.extend(["--variant".into(), v.clone()]);
-    }
-    let upstreams = scenario.upstreams.len() as u16;
-    let shared_mock = !args.no_mock && upstreams > 0;
-
-    let mut docs = Vec::new();
-    // The scenario and the files it reads.
-    let mut data = serde_json::Map::new();
-    let mut items = Vec::new();
-    for f in &files {
-        let text = std::fs::read_to_string(f)
-            .map_err(|source| K8sError::Io { context: format!("reading {}", f.display()), source })?;
-        let key = config_key(&rel(f));
-        items.push(json!({"key": key, "path": rel(f)}));
-        data.insert(key, Value::String(text));
-    }
-    docs.push(
-        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta("-scenario", "scenario"), "data": data}),
-    );
-    let mut pvc_spec = json!({
-        "accessModes": ["ReadWriteMany"],
-        "resources": {"requests": {"storage": args.storage}},
-    });
-    if let Some(class) = &args.storage_class {
-        pvc_spec["storageClassName"] = json!(class);
-    }
-    docs.push(json!({"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": meta("-results", "results"), "spec": pvc_spec}));
-
-    let volumes = json!([
-        {"name": "scenario", "configMap": {"name": format!("{name}-scenario"), "items": items}},
-        {"name": "results", "persistentVolumeClaim": {"claimName": format!("{name}-results")}},
-        {"name": "tmp", "emptyDir": {}},
-    ]);
-    let mounts = json!([
-        {"name": "scenario", "mountPath": SCENARIO_ROOT, "readOnly": true},
-        {"name": "results", "mountPath": RESULTS},
-        {"name": "tmp", "mountPath": "/tmp"},
-    ]);
-    let container = |cname: &str, args_: Vec<String>, resources: Value| {
-        json!({
-            "name": cname,
-            "image": args.image,
-            "args": args_,
-            // A scenario reads files only inside its folder's tree or the working directory's:
-            // the files laid out under /scenario are all inside this one.
-            "workingDir": SCENARIO_ROOT,
-            "env": [{"name": "RUST_LOG", "value": "info,goose=error"}],
-            "volumeMounts": mounts,
-            "resources": resources,
-            "securityContext": {
-                "allowPrivilegeEscalation": false,
-                "readOnlyRootFilesystem": true,
-                "runAsNonRoot": true,
-                "capabilities": {"drop": ["ALL"]},
-            },
-        })
-    };
-    let pod_security = json!({
-        "runAsNonRoot": true,
-        "runAsUser": UID,
-        "runAsGroup": UID,
-        "fsGroup": UID,
-        "seccompProfile": {"type": "RuntimeDefault"},
-    });
-    let small = json!({"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"memory": "512Mi"}});
-
-    let mock_url = format!("http://{name}-mock:{MOCK_PORT}");
-    if shared_mock {
-        let mut mock_args: Vec<String> = vec![
-            "mock".into(),
-            "--scenario".into(),
-            scenario_path.clone(),
-            "--start-at".into(),
-            at.clone(),
-            "--workers".into(),
-            n.to_string(),
-            "--listen".into(),
-            format!("0.0.0.0:{MOCK_PORT}"),
-            // The control API stays on the pod's loopback: kubectl port-forward reaches it. Its
-            // token comes from the Secret rendered beside it (CHAOS_ADMIN_TOKEN).
-            "--admin".into(),
-            "127.0.0.1:9900".into(),
-            "--out".into(),
-            format!("{run_dir}/mock"),
-        ];
-        mock_args.extend(common.iter().cloned());
-        let ports: Vec<Value> = (0..upstreams)
-            .map(|i| json!({"name": format!("upstream-{i}"), "containerPort": MOCK_PORT + i, "protocol": "TCP"}))
-            .collect();
-        let mut c = container(
-            "mock",
-            mock_args,
-            json!({"requests": {"cpu": args.cpu, "memory": "512Mi"}, "limits": {"cpu": args.cpu, "memory": "2Gi"}}),
-        );
-        c["ports"] = json!(ports);
-        c["readinessProbe"] = json!({"tcpSocket": {"port": MOCK_PORT}, "periodSeconds": 2});
-        let secret = format!("{name}-control");
-        if let Some(env) = c["env"].as_array_mut() {
-            env.push(
-                json!({"name": "CHAOS_ADMIN_TOKEN", "valueFrom": {"secretKeyRef": {"name": secret, "key": "token"}}}),
-            );
-        }
-        let token = crate::listen::guard::random_token();
-        docs.push(json!({"apiVersion": "v1", "kind": "Secret", "metadata": meta("-control", "mock"), "type": "Opaque", "stringData": {"token": token}}));
-        let selector = json!({"app.kubernetes.io/instance": name, "app.kubernetes.io/component": "mock"});
-        let pod_meta = pod_meta(meta("-mock", "mock"));
-        docs.push(json!({
-            "apiVersion": "apps/v1",
-            "kind": "Deployment",
-            "metadata": meta("-mock", "mock"),
-            "spec": {
-                "replicas": 1,
-                "selector": {"matchLabels": selector},
-                "template": {
-                    "metadata": pod_meta,
-                    "spec": {
-                        "securityContext": pod_security,
-                        "containers": [c],
-                        "volumes": volumes,
-                    },
-                },
-            },
-        }));
-        let svc_ports: Vec<Value> = (0..upstreams)
-            .map(|i| json!({"name": format!("upstream-{i}"), "port": MOCK_PORT + i, "targetPort": MOCK_PORT + i, "protocol": "TCP"}))
-            .collect();
-        docs.push(json!({
-            "apiVersion": "v1",
-            "kind": "Service",
-            "metadata": meta("-mock", "mock"),
-            "spec": {"type": "ClusterIP", "selector": selector, "ports": svc_ports},
-        }));
-    }
-
-    // The workers.
-    let mut worker_args: Vec<String> = vec![
-        "run".into(),
-        scenario_path.clone(),
-        "--worker".into(),
-        format!("$(JOB_COMPLETION_INDEX)/{n}"),
-        "--start-at".into(),
-        at.clone(),
-        "--out".into(),
-        format!("{run_dir}/worker-$(JOB_COMPLETION_INDEX)"),
-        // A retried pod replaces its predecessor's partial folder (and counts what it missed).
-        "--force".into(),
-        "--progress".into(),
-        "lines".into(),
-    ];
-    if shared_mock {
-        worker_args.extend(["--mock".into(), mock_url.clone()]);
-    }
-    for h in &args.allow_remote {
-        worker_args.extend(["--allow-remote".into(), h.clone()]);
-    }
-    worker_args.extend(common.iter().cloned());
-    let mut worker = container(
-        "worker",
-        worker_args,
-        json!({"requests": {"cpu": args.cpu, "memory": args.memory}, "limits": {"cpu": args.cpu, "memory": args.memory}}),
-    );
-    // The index as an env var the args can use ($(VAR) expands only variables the
-    // container declares), from the annotation the Job controller puts on each pod.
-    if let Some(env) = worker["env"].as_array_mut() {
-        env.push(json!({
-            "name": "JOB_COMPLETION_INDEX",
-            "valueFrom": {"fieldRef": {"fieldPath": "metadata.annotations['batch.kubernetes.io/job-completion-index']"}},
-        }));
-    }
-    // How long the Jobs may take: until the start, the whole plan, and ten minutes to spare.
-    let lead = start_at.duration_since(now).unwrap_or_default();
-    let deadline = (lead + scenario.max_duration().as_std()).as_secs() + 600;
-    let worker_pod_meta = pod_meta(meta("-workers", "worker"));
-    docs.push(json!({
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": meta("-workers", "worker"),
-        "spec": {
-            "completionMode": "Indexed",
-            "completions": n,
-            "parallelism": n,
-            "backoffLimit": n,
-            "activeDeadlineSeconds": deadline,
-            "template": {
-                "metadata": worker_pod_meta,
-                "spec": {
-                    "restartPolicy": "Never",
-                    "securityContext": pod_security,
-                    "containers": [worker],
-                    "volumes": volumes,
-                    // One worker per node where the cluster has the nodes: the load generator
-                    // must not be the bottleneck.
-                    "affinity": {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{
-                        "weight": 100,
-                        "podAffinityTerm": {
-                            "topologyKey": "kubernetes.io/hostname",
-                            "labelSelector": {"matchLabels": {
-                                "app.kubernetes.io/instance": name,
-                                "app.kubernetes.io/component": "worker",
-                            }},
-                        },
-                    }]}},
-                },
-            },
-        },
-    }));
-
-    // The merge, waiting for every worker.
-    let mut merge_args: Vec<String> = vec!["merge".into()];
-    merge_args.extend((0..n).map(|i| format!("{run_dir}/worker-{i}")));
-    if shared_mock {
-        merge_args.push(format!("{run_dir}/mock"));
-    }
-    merge_args.extend([
-        "--out".into(),
-        format!("{run_dir}/merged"),
-        "--force".into(),
-        "--wait".into(),
-        format!("{deadline}s"),
-    ]);
-    let merge_pod_meta = pod_meta(meta("-merge", "merge"));
-    docs.push(json!({
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": meta("-merge", "merge"),
-        "spec": {
-            "backoffLimit": 2,
-            "activeDeadlineSeconds": deadline + 600,
-            "template": {
-                "metadata": merge_pod_meta,
-                "spec": {
-                    "restartPolicy": "Never",
-                    "securityContext": pod_security,
-                    "containers": [container("merge", merge_args, json!({"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"memory": "4Gi"}}))],
-                    "volumes": volumes,
-                },
-            },
-        },
-    }));
-    // A pod to copy the results out with kubectl cp (it sleeps a day, then ends).
-    docs.push(json!({
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": meta("-results", "results"),
-        "spec": {
-            "restartPolicy": "Never",
-            "activeDeadlineSeconds": 86_400 + deadline,
-            "securityContext": pod_security,
-            "containers": [{
-                "name": "results",
-                "image": args.image,
-                "command": ["sleep", (86_400 + deadline).to_string()],
-                "volumeMounts": [{"name": "results", "mountPath": RESULTS, "readOnly": true}],
-                "resources": small,
-                "securityContext": {
-                    "allowPrivilegeEscalation": false,
-                    "readOnlyRootFilesystem": true,
-                    "runAsNonRoot": true,
-                    "capabilities": {"drop": ["ALL"]},
-                },
-            }],
-            "volumes": volumes,
-        },
-    }));
+    let plan = Plan::new(args, &scenario, &files, start_at, now);
+    let docs = plan.documents()?;
     let header = format!(
-        "# chaos k8s render {}: {n} workers, load starts {at} (apply before then)\n# results: {run_dir}/merged on the {name}-results volume\n",
-        args.scenario.display()
+        "# chaos k8s render {}: {} workers, load starts {} (apply before then)\n# results: {}/merged on the {}-results volume\n",
+        args.scenario.display(),
+        plan.n,
+        plan.at,
+        plan.run_dir,
+        plan.name,
     );
     Ok(header + &yaml::stream(&docs))
 }
@@ -459,24 +174,6 @@ fn references(v: &toml::Value, out: &mut Vec<String>) {
         toml::Value::Array(a) => a.iter().for_each(|x| references(x, out)),
         _ => {}
     }
-}
-
-/// The deepest folder holding every file.
-fn common_root(files: &[PathBuf]) -> PathBuf {
-    let mut root = files[0].parent().map(Path::to_path_buf).unwrap_or_default();
-    for f in &files[1..] {
-        while !f.starts_with(&root) {
-            if !root.pop() {
-                break;
-            }
-        }
-    }
-    root
-}
-
-/// A ConfigMap key for a relative path (keys allow letters, digits, `-`, `_` and `.`).
-fn config_key(rel: &str) -> String {
-    rel.chars().map(|c| if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') { c } else { '_' }).collect()
 }
 
 /// A DNS-1035 label prefix (lowercase letters, digits and `-`; a letter first; room left for

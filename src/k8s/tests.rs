@@ -1,3 +1,4 @@
+use super::manifests::config_key;
 use super::*;
 
 fn args(scenario: &str, workers: u32) -> RenderArgs {
