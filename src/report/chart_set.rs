@@ -2,9 +2,11 @@
 //! summary, never from raw records. Every time chart names its time basis on its x axis (send,
 //! completion or wall time); the sweep's charts leave out the steps too short to measure.
 
+mod over_time;
+
 use super::charts::{BarChart, Chart, GridChart, Line, LineChart, Marker};
 use crate::analysis::{self, Series, Summary};
-use crate::record::Outcome;
+use over_time::Frame;
 
 /// The fault windows a time chart shades (a TTL expiry instant is a marker, not a window),
 /// within the load: a window the plan placed after the run stopped (a fault at 1 year in a run
@@ -30,216 +32,75 @@ pub(super) fn noted(s: &Summary) -> Vec<(f64, usize)> {
 
 /// The charts this run supports, by file name.
 pub fn charts_for(series: &Series, s: &Summary) -> Vec<(String, Chart)> {
-    let mut out = Vec::new();
-    let shade = shaded(s);
-    let notes = noted(s);
-    let x = "completion time since load start (s)".to_string();
     // Every time chart shows the same span, the load start to the last second with data, so
     // charts line up when read one above the other.
     let last_window = series.windows.last().map_or(0.0, |w| w.t_s as f64 + 1.0);
-    let span = Some((0.0, s.duration_s.max(last_window).max(1.0)));
-    let w = &series.windows;
-    if !series.latency.is_empty() || !series.latency_all.is_empty() {
-        let width = series.latency_width_s;
-        let half = width as f64 / 2.0;
-        // Drawn at the bucket's centre: a bucket of sends from t to t + width.
-        let pick =
-            |b: &[(f64, [f64; 3])], i: usize| -> Vec<(f64, f64)> { b.iter().map(|(t, p)| (*t + half, p[i])).collect() };
-        let buckets = &series.latency;
-        out.push((
-            "latency".into(),
-            Chart::Lines(LineChart {
-                title: format!("Latency of the requests sent in each {width} s (from the intended send time)"),
-                x_label: "send time since load start (s)".into(),
-                y_label: "latency (ms)".into(),
-                lines: vec![
-                    Line { name: "p50, valid answers".into(), points: pick(buckets, 0), color: 0 },
-                    Line { name: "p95, valid answers".into(), points: pick(buckets, 1), color: 1 },
-                    Line { name: "p99, valid answers".into(), points: pick(buckets, 2), color: 3 },
-                    Line { name: "p99, every outcome".into(), points: pick(&series.latency_all, 2), color: 7 },
-                ],
-                shaded: shade.clone(),
-                notes: notes.clone(),
-                x_range: span,
-                max_gap: Some(width as f64 * 1.5),
-                ..LineChart::default()
-            }),
-        ));
-    }
-    if w.iter().any(|w| w.requests > 0) {
-        let names = Outcome::ALL.map(Outcome::as_str);
-        let lines: Vec<Line> = names
-            .iter()
-            .enumerate()
-            .filter(|(_, n)| w.iter().any(|w| w.outcomes.get(**n).copied().unwrap_or(0) > 0))
-            .map(|(i, n)| Line {
-                name: (*n).into(),
-                // Every second, zero where nothing of this outcome (or nothing at all) finished,
-                // so the stack does not bridge empty seconds; each second drawn at its centre.
-                points: {
-                    let mut dense = vec![0.0; w.iter().map(|x| x.t_s as usize + 1).max().unwrap_or(0)];
-                    for x in w {
-                        dense[x.t_s as usize] = x.outcomes.get(*n).copied().unwrap_or(0) as f64;
-                    }
-                    dense.into_iter().enumerate().map(|(t, c)| (t as f64 + 0.5, c)).collect()
-                },
-                color: [2, 5, 6, 1, 4, 3, 7, 0][i],
-            })
-            .collect();
-        out.push((
-            "outcomes".into(),
-            Chart::Lines(LineChart {
-                title: "Outcomes per second (stacked)".into(),
-                x_label: x.clone(),
-                y_label: "requests completed per second".into(),
-                lines,
-                shaded: shade.clone(),
-                notes: notes.clone(),
-                stacked: true,
-                x_range: span,
-                ..LineChart::default()
-            }),
-        ));
-    }
-    let amp = series.amplification.clone();
-    if !amp.is_empty() {
-        out.push((
-            "amplification".into(),
-            Chart::Lines(LineChart {
-                title: "Retry amplification A(w): upstream attempts for the requests sent each second, per request"
-                    .into(),
-                x_label: "send time since load start (s)".into(),
-                y_label: "attempts per request".into(),
-                lines: vec![Line { name: "A(w), seconds with ≥ 5 requests".into(), points: amp, color: 3 }],
-                shaded: shade.clone(),
-                notes: notes.clone(),
-                reference: Some((1.0, "no amplification (1.0)".into())),
-                x_range: span,
-                max_gap: Some(1.5),
-                ..LineChart::default()
-            }),
-        ));
-    }
-    if let Some(r) = s.retry.as_ref().filter(|r| r.joined) {
-        out.push((
-            "attempts".into(),
-            Chart::Bars(BarChart {
-                title: "Upstream attempts per client request".into(),
-                x_label: "upstream attempts (0 = answered without the upstream)".into(),
-                y_label: "client requests".into(),
-                bars: ["0", "1", "2", "3", "4", "5-9", ">=10"]
-                    .iter()
-                    .map(|b| ((*b).to_string(), r.attempts_histogram.get(*b).copied().unwrap_or(0) as f64))
-                    .collect(),
-            }),
-        ));
-    }
-    let (active, queued) = (&series.in_flight, &series.queued);
-    if !active.is_empty() {
-        let pts = |v: &[u64]| v.iter().enumerate().map(|(i, &n)| (i as f64, n as f64)).collect();
-        out.push((
-            "upstream-concurrency".into(),
-            Chart::Lines(LineChart {
-                title: "In flight: attempts at the mock upstreams (and queued for a slot), client requests at the SUT"
-                    .into(),
-                x_label: "wall time since load start (s), at each whole second".into(),
-                y_label: "requests".into(),
-                lines: vec![
-                    Line { name: "in flight".into(), points: pts(active), color: 0 },
-                    Line { name: "queued".into(), points: pts(queued), color: 3 },
-                    Line {
-                        name: "client requests in flight at the SUT".into(),
-                        points: pts(&series.sut_in_flight),
-                        color: 2,
-                    },
-                ],
-                shaded: shade.clone(),
-                notes: notes.clone(),
-                reference: s.declared.provider_slots.map(|n| (f64::from(n), format!("provider slots ({n})"))),
-                x_range: span,
-                ..LineChart::default()
-            }),
-        ));
-    }
-    let ups = &series.upstream_attempts;
-    if ups.len() >= 2 {
-        let n = ups.values().next().map_or(0, Vec::len);
-        let total: Vec<u64> = (0..n).map(|i| ups.values().map(|v| v[i]).sum()).collect();
-        let lines = ups
-            .iter()
-            .enumerate()
-            .map(|(k, (name, v))| Line {
-                name: name.clone(),
-                points: (0..n)
-                    .filter(|&i| total[i] > 0)
-                    .map(|i| (i as f64, 100.0 * v[i] as f64 / total[i] as f64))
-                    .collect(),
-                color: k,
-            })
-            .collect();
-        out.push((
-            "upstream-share".into(),
-            Chart::Lines(LineChart {
-                title: "Share of upstream attempts per upstream".into(),
-                x_label: "attempt send time (arrival at the upstreams) since load start (s)".into(),
-                y_label: "share of attempts (%)".into(),
-                lines,
-                shaded: shade.clone(),
-                notes: notes.clone(),
-                x_range: span,
-                max_gap: Some(1.5),
-                ..LineChart::default()
-            }),
-        ));
-    }
+    let frame = Frame { shade: shaded(s), notes: noted(s), span: Some((0.0, s.duration_s.max(last_window).max(1.0))) };
+    let over_time = [
+        ("latency", over_time::latency(series, &frame)),
+        ("outcomes", over_time::outcomes(series, &frame)),
+        ("amplification", over_time::amplification(series, &frame)),
+        ("attempts", over_time::attempts(s)),
+        ("upstream-concurrency", over_time::concurrency(series, s, &frame)),
+        ("upstream-share", over_time::upstream_share(series, &frame)),
+    ];
+    let mut out: Vec<(String, Chart)> =
+        over_time.into_iter().filter_map(|(name, chart)| Some((name.to_string(), chart?))).collect();
     if !s.conditions.is_empty() {
         out.extend(condition_charts(s));
     } else if let Some(sw) = &s.sweep {
-        let unit = if sw.unit == "users" { "users (closed load)" } else { "offered load (req/s)" };
-        let mut markers = Vec::new();
-        if let Some(k) = &sw.knee {
-            markers.push(Marker { x: k.load, label: format!("knee: {} {}", k.load, sw.unit), color: 3 });
-        }
-        if let Some(l) = &sw.safe_limit {
-            markers.push(Marker { x: l.load, label: format!("safe limit (80 %): {} {}", l.load, sw.unit), color: 2 });
-        }
-        let steps = measured_steps(s, None, &sw.steps);
-        let pts = |f: fn(&analysis::sweep::SweepStep) -> f64| steps.iter().map(|st| (st.load, f(st))).collect();
-        out.push((
-            "sweep-latency".into(),
-            Chart::Lines(LineChart {
-                title: "Latency vs load".into(),
-                x_label: unit.into(),
-                y_label: "latency (ms)".into(),
-                lines: vec![
-                    Line { name: "p50".into(), points: pts(|s| s.p50_ms), color: 0 },
-                    Line { name: "p99".into(), points: pts(|s| s.p99_ms), color: 3 },
-                ],
-                markers: markers.clone(),
-                ..LineChart::default()
-            }),
-        ));
-        out.push((
-            "sweep-throughput".into(),
-            Chart::Lines(LineChart {
-                title: "Throughput vs load".into(),
-                x_label: unit.into(),
-                y_label: "requests per second".into(),
-                lines: vec![
-                    Line { name: "offered".into(), points: pts(|s| s.offered_rps), color: 0 },
-                    Line { name: "goodput (valid answers)".into(), points: pts(|s| s.goodput_rps), color: 2 },
-                ],
-                markers,
-                ..LineChart::default()
-            }),
-        ));
+        out.extend(sweep_charts(s, sw));
     }
     if let Some(p) = &s.probe {
         out.push(("probe-grid".into(), Chart::Grid(probe_grid(p))));
     }
     if let Some(w) = &s.whatif {
-        out.extend(whatif_charts(w, &shade, span));
+        out.extend(whatif_charts(w, &frame.shade, frame.span));
     }
+    out
+}
+
+/// A sweep's latency and throughput against load, with the knee and the safe limit marked.
+fn sweep_charts(s: &Summary, sw: &analysis::sweep::SweepAnalysis) -> Vec<(String, Chart)> {
+    let mut out = Vec::new();
+    let unit = if sw.unit == "users" { "users (closed load)" } else { "offered load (req/s)" };
+    let mut markers = Vec::new();
+    if let Some(k) = &sw.knee {
+        markers.push(Marker { x: k.load, label: format!("knee: {} {}", k.load, sw.unit), color: 3 });
+    }
+    if let Some(l) = &sw.safe_limit {
+        markers.push(Marker { x: l.load, label: format!("safe limit (80 %): {} {}", l.load, sw.unit), color: 2 });
+    }
+    let steps = measured_steps(s, None, &sw.steps);
+    let pts = |f: fn(&analysis::sweep::SweepStep) -> f64| steps.iter().map(|st| (st.load, f(st))).collect();
+    out.push((
+        "sweep-latency".into(),
+        Chart::Lines(LineChart {
+            title: "Latency vs load".into(),
+            x_label: unit.into(),
+            y_label: "latency (ms)".into(),
+            lines: vec![
+                Line { name: "p50".into(), points: pts(|s| s.p50_ms), color: 0 },
+                Line { name: "p99".into(), points: pts(|s| s.p99_ms), color: 3 },
+            ],
+            markers: markers.clone(),
+            ..LineChart::default()
+        }),
+    ));
+    out.push((
+        "sweep-throughput".into(),
+        Chart::Lines(LineChart {
+            title: "Throughput vs load".into(),
+            x_label: unit.into(),
+            y_label: "requests per second".into(),
+            lines: vec![
+                Line { name: "offered".into(), points: pts(|s| s.offered_rps), color: 0 },
+                Line { name: "goodput (valid answers)".into(), points: pts(|s| s.goodput_rps), color: 2 },
+            ],
+            markers,
+            ..LineChart::default()
+        }),
+    ));
     out
 }
 
