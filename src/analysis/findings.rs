@@ -680,7 +680,7 @@ mod tests {
         assert!(f.len() >= 3);
         for f in f {
             assert!(
-                crate::scenario::gate::metric(&f.metric).is_some(),
+                crate::scenario::gate::METRIC_NAMES.iter().any(|(n, _)| *n == f.metric),
                 "{} names `{}`, not a gate metric",
                 f.id,
                 f.metric

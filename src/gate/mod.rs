@@ -2,7 +2,7 @@
 //! a baseline run. Pure functions over [`Summary`]; `report` renders the verdict (JUnit too)
 //! and the CLI picks the exit code.
 //!
-//! Metrics have dotted names from a fixed catalogue ([`METRICS`]), so an unknown name is a
+//! Metrics have dotted names from a fixed catalogue ([`catalogue`], one row per metric), so an unknown name is a
 //! validation error with a suggestion, never a silent pass. Each metric knows which way is
 //! worse and whether it is noisy (percentiles, rates: compared with the user's tolerance) or
 //! a ratio/count (amplification, fan-in: compared strictly).
@@ -10,16 +10,16 @@
 //! Layer 4: reads `analysis` summaries and `scenario`'s `[[gate]]` tables; must not depend on
 //! `report`, `experiment` or `cli`, and runs nothing.
 
+pub mod catalogue;
 pub mod compare;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::analysis::Summary;
-use crate::analysis::summary::{Percentiles, StageSummary};
-use crate::record::Outcome;
 
-pub use crate::scenario::gate::{GateCheck, METRICS, Metric, Worse, metric};
+pub use crate::scenario::gate::GateCheck;
+pub use catalogue::{METRICS, Metric, Noise, Worse, metric};
 
 /// The result of one check.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -55,112 +55,10 @@ impl Verdict {
     }
 }
 
-fn pct(p: Option<&Percentiles>, f: fn(&Percentiles) -> f64) -> Option<f64> {
-    p.map(f)
-}
-
-fn stage_value(st: &StageSummary, name: &str) -> Option<f64> {
-    match name {
-        "latency.p50_ms" => pct(st.latency_valid_ms.as_ref(), |p| p.p50),
-        "latency.p90_ms" => pct(st.latency_valid_ms.as_ref(), |p| p.p90),
-        "latency.p95_ms" => pct(st.latency_valid_ms.as_ref(), |p| p.p95),
-        "latency.p99_ms" => pct(st.latency_valid_ms.as_ref(), |p| p.p99),
-        "latency.max_ms" => pct(st.latency_valid_ms.as_ref(), |p| p.max),
-        "ttft.p50_ms" => pct(st.ttft_ms.as_ref(), |p| p.p50),
-        "ttft.p95_ms" => pct(st.ttft_ms.as_ref(), |p| p.p95),
-        "ttft.p99_ms" => pct(st.ttft_ms.as_ref(), |p| p.p99),
-        "throughput.offered_rps" => Some(st.offered_rps),
-        "throughput.completed_rps" => Some(st.completed_rps),
-        "throughput.goodput_rps" => Some(st.goodput_rps),
-        "outcomes.valid_rate" => (st.requests > 0).then_some(st.valid_rate),
-        "outcomes.error_rate" => (st.requests > 0).then_some(st.error_rate),
-        "outcomes.timeout_rate" => outcome_share(st, Outcome::Timeout),
-        "outcomes.shed_rate" => outcome_share(st, Outcome::Shed),
-        "retry.amplification" => st.attempts_per_request,
-        "requests" => Some(st.requests as f64),
-        "slo.attainment" => st.slo.as_ref().map(|a| a.attainment),
-        "slo.budget_burned" => st.slo.as_ref().map(|a| a.budget_burned),
-        _ => None,
-    }
-}
-
-/// The share of a stage's requests that ended as `outcome`.
-fn outcome_share(st: &StageSummary, outcome: Outcome) -> Option<f64> {
-    (st.requests > 0).then(|| st.outcomes.get(outcome.as_str()).copied().unwrap_or(0) as f64 / st.requests as f64)
-}
-
-/// A per-second figure over the whole run: the stages' figures weighted by their measured
-/// length (warm-ups and the drain after the last stage are not load time).
-fn overall_rate(s: &Summary, f: fn(&StageSummary) -> f64) -> Option<f64> {
-    let len = |st: &StageSummary| (st.duration_s - st.warmup_s).max(0.0);
-    let total: f64 = s.stages.iter().map(len).sum();
-    (total > 0.0).then(|| s.stages.iter().map(|st| f(st) * len(st)).sum::<f64>() / total)
-}
-
-/// The value of `name` (for `phase`, or the whole run) in `s`; `None` when not measured.
+/// The value of `name` (for `phase`, or the whole run) in `s`; `None` when not measured or not
+/// a metric.
 pub fn value(s: &Summary, name: &str, phase: Option<&str>) -> Option<f64> {
-    if let Some(p) = phase {
-        return s.stages.iter().find(|st| st.name == p).and_then(|st| stage_value(st, name));
-    }
-    let t = &s.totals;
-    let share = |outcomes: &[Outcome]| {
-        (t.requests > 0).then(|| {
-            outcomes.iter().map(|o| t.outcomes.get(o.as_str()).copied().unwrap_or(0)).sum::<u64>() as f64
-                / t.requests as f64
-        })
-    };
-    match name {
-        "outcomes.valid_rate" => share(&[Outcome::Ok]),
-        "outcomes.error_rate" => share(&[Outcome::Ok, Outcome::Fallback]).map(|ok| 1.0 - ok),
-        "outcomes.timeout_rate" => share(&[Outcome::Timeout]),
-        "outcomes.shed_rate" => share(&[Outcome::Shed]),
-        "throughput.offered_rps" => overall_rate(s, |st| st.offered_rps),
-        "throughput.completed_rps" => overall_rate(s, |st| st.completed_rps),
-        "throughput.goodput_rps" => overall_rate(s, |st| st.goodput_rps),
-        "requests" => Some(t.requests as f64),
-        "retry.amplification" => s.retry.as_ref().map(|r| r.amplification.overall).or(t.attempts_per_request),
-        "retry.amplification.max_window" => s.retry.as_ref().and_then(|r| r.amplification.max_window),
-        "retry.immediate_share" => s.retry.as_ref().map(|r| r.immediate_retry_share.unwrap_or(0.0)),
-        "retry.retry_after_violations" => s.retry.as_ref().map(|r| r.retry_after_violations as f64),
-        "retry.non_retryable_retries" => s.retry.as_ref().map(|r| r.non_retryable_retries as f64),
-        "retry.orphan_attempts" => s.retry.as_ref().map(|r| r.orphan_attempts as f64),
-        // A fault that did not recover counts as infinitely slow.
-        "recovery.seconds" => (!s.recovery.is_empty())
-            .then(|| s.recovery.iter().map(|r| r.seconds.unwrap_or(f64::INFINITY)).fold(0.0, f64::max)),
-        "failover.seconds" => (!s.failover.is_empty())
-            .then(|| s.failover.iter().map(|f| f.seconds.unwrap_or(f64::INFINITY)).fold(0.0, f64::max)),
-        "in_flight.max" => s.in_flight.as_ref().map(|f| f.max as f64),
-        "in_flight.queued_max" => s.in_flight.as_ref().map(|f| f.queued_max as f64),
-        "in_flight.sut_max" => s.in_flight.as_ref().map(|f| f.sut_max as f64),
-        "stampede.max_fanin" => s.stampede.as_ref().map(|st| st.max_fanin as f64),
-        "sweep.knee.load" => s.sweep.as_ref().and_then(|w| w.knee.as_ref()).map(|k| k.load),
-        "sweep.knee.rps" => s.sweep.as_ref().and_then(|w| w.knee.as_ref()).map(|k| k.rps),
-        "sweep.safe_limit.load" => s.sweep.as_ref().and_then(|w| w.safe_limit.as_ref()).map(|l| l.load),
-        "sweep.safe_limit.rps" => s.sweep.as_ref().and_then(|w| w.safe_limit.as_ref()).map(|l| l.rps),
-        "sweep.recommended.load" => s.recommended.as_ref().map(|r| r.load),
-        // Asked for and not run (no safe limit, or stopped first) counts as not verified.
-        "verify.verified" => s
-            .verify
-            .as_ref()
-            .map(|v| if v.verified { 1.0 } else { 0.0 })
-            .or_else(|| s.plan.as_ref().and_then(|p| p.verify_within_s).map(|_| 0.0)),
-        "verify.recovery_s" => s.verify.as_ref().map(|v| v.recovery_s.unwrap_or(f64::INFINITY)),
-        "probe.stuck_cells" => s.probe.as_ref().map(|p| p.stuck as f64),
-        "probe.max_recovering_fraction" => s.probe.as_ref().map(|p| p.max_recovering_fraction.unwrap_or(0.0)),
-        "slo.attainment" => s.slo.as_ref().map(|o| o.run.attainment),
-        "slo.budget_burned" => s.slo.as_ref().map(|o| o.run.budget_burned),
-        "slo.burn_rate_1h" => s.slo.as_ref().and_then(|o| o.alerts.first()).map(|a| a.max_long),
-        "slo.would_page" => s.slo.as_ref().map(|o| if o.would_page { 1.0 } else { 0.0 }),
-        // Per-stage metrics over the whole run: the worst stage.
-        other => {
-            let worse = metric(other)?.worse;
-            let vals = s.stages.iter().filter_map(|st| stage_value(st, other));
-            match worse {
-                Worse::Higher => vals.reduce(f64::max),
-                Worse::Lower => vals.reduce(f64::min),
-            }
-        }
-    }
+    metric(name)?.read(s, phase)
 }
 
 /// A metric value in words: whole numbers without decimals, `never` for infinity.
@@ -239,31 +137,20 @@ impl Default for Tolerances {
     }
 }
 
-/// The default absolute tolerance of a metric that is not noisy: rates and amplification move
-/// by sampling noise between identical runs (a 10 req/s phase of 30 s has 300 requests: one
-/// error more is 0.3 points), counts of misbehaviour are held exactly.
-pub fn default_absolute(name: &str) -> f64 {
-    match name {
-        "outcomes.error_rate"
-        | "outcomes.valid_rate"
-        | "outcomes.timeout_rate"
-        | "outcomes.shed_rate"
-        | "retry.immediate_share" => 0.02,
-        "retry.amplification" | "retry.amplification.max_window" => 0.05,
-        _ => 0.0,
-    }
-}
-
 impl Tolerances {
-    /// The allowed worsening of `name` (relative for noisy metrics, absolute otherwise).
-    fn of(&self, name: &str, noisy: bool) -> f64 {
-        self.per_metric.get(name).copied().unwrap_or(if noisy { self.relative } else { default_absolute(name) })
+    /// The allowed worsening of `m`: the user's override, else the relative tolerance for a
+    /// noisy metric and the catalogue's absolute one for the others.
+    fn of(&self, m: &Metric) -> f64 {
+        self.per_metric.get(m.name).copied().unwrap_or(match m.noise {
+            Noise::Relative => self.relative,
+            Noise::Absolute(x) => x,
+        })
     }
 }
 
 /// Compares `s` with `baseline` on `metrics` (name, phase): a noisy metric regresses when it
 /// is worse by more than its relative tolerance; any other when it is worse by more than its
-/// absolute tolerance (see [`default_absolute`]; beyond 1e-9). A metric neither run measured is
+/// absolute tolerance (its [`Noise`] class; beyond 1e-9). A metric neither run measured is
 /// skipped; one that only one of them measured fails — a comparison that cannot be made is
 /// never a pass.
 pub fn compare(s: &Summary, baseline: &Summary, metrics: &[(String, Option<String>)], tol: &Tolerances) -> Verdict {
@@ -290,8 +177,8 @@ pub fn compare(s: &Summary, baseline: &Summary, metrics: &[(String, Option<Strin
                 continue;
             }
         };
-        let allowed = tol.of(name, meta.noisy);
-        let limit = match (meta.worse, meta.noisy) {
+        let allowed = tol.of(meta);
+        let limit = match (meta.worse, meta.noisy()) {
             (Worse::Higher, true) => base * (1.0 + allowed),
             (Worse::Lower, true) => base * (1.0 - allowed),
             (Worse::Higher, false) => base + allowed,
@@ -301,7 +188,7 @@ pub fn compare(s: &Summary, baseline: &Summary, metrics: &[(String, Option<Strin
             Worse::Higher => now > limit + 1e-9,
             Worse::Lower => now < limit - 1e-9,
         };
-        let how = match (meta.noisy, allowed == 0.0) {
+        let how = match (meta.noisy(), allowed == 0.0) {
             (_, true) => "strict".to_string(),
             (true, false) => format!("{:.0} % tolerance", allowed * 100.0),
             (false, false) => format!("± {} tolerance", show(allowed)),

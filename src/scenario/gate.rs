@@ -1,160 +1,64 @@
-//! `[[gate]]` tables and the catalogue of metric names they may name. The names live here,
-//! with the other TOML vocabulary, so validation can refuse an unknown metric with a
-//! suggestion; `gate` looks the values up in a summary and judges them.
+//! `[[gate]]` tables and the metric names they may name. The names live here, with the other
+//! TOML vocabulary, so validation can refuse an unknown metric with a suggestion; the
+//! catalogue in `gate::catalogue` reads the values from a summary and judges them.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::{Load, ScenarioError, Source, did_you_mean};
 
-/// Which way a metric gets worse.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Worse {
-    /// Larger is worse (latency, errors, amplification).
-    Higher,
-    /// Smaller is worse (throughput, valid rate, safe limit).
-    Lower,
-}
-
-/// One metric of the catalogue.
-#[derive(Clone, Copy, Debug)]
-pub struct Metric {
-    /// Dotted name.
-    pub name: &'static str,
-    /// What it is, with unit.
-    pub help: &'static str,
-    /// Whether `phase` may be given.
-    pub per_phase: bool,
-    /// Which way is worse.
-    pub worse: Worse,
-    /// Noisy (tolerance applies against a baseline) or exact (compared strictly).
-    pub noisy: bool,
-}
-
-const fn m(name: &'static str, help: &'static str, per_phase: bool, worse: Worse, noisy: bool) -> Metric {
-    Metric { name, help, per_phase, worse, noisy }
-}
-
-/// Every metric a gate can check.
-pub const METRICS: &[Metric] = &[
-    m(
-        "latency.p50_ms",
-        "median latency of valid upstream answers, ms (overall: the worst stage)",
-        true,
-        Worse::Higher,
-        true,
-    ),
-    m("latency.p90_ms", "p90 latency, ms", true, Worse::Higher, true),
-    m("latency.p95_ms", "p95 latency, ms", true, Worse::Higher, true),
-    m("latency.p99_ms", "p99 latency, ms", true, Worse::Higher, true),
-    m("latency.max_ms", "largest latency, ms", true, Worse::Higher, true),
-    m("ttft.p50_ms", "median time to first token, ms (streams)", true, Worse::Higher, true),
-    m("ttft.p95_ms", "p95 time to first token, ms (streams)", true, Worse::Higher, true),
-    m("ttft.p99_ms", "p99 time to first token, ms (streams)", true, Worse::Higher, true),
-    m(
-        "throughput.offered_rps",
-        "requests sent per second (overall: over the measured load time)",
-        true,
-        Worse::Lower,
-        true,
-    ),
-    m("throughput.completed_rps", "requests finished per second, any outcome", true, Worse::Lower, true),
-    m("throughput.goodput_rps", "valid answers from an upstream per second", true, Worse::Lower, true),
-    m("outcomes.valid_rate", "share of requests answered `ok`", true, Worse::Lower, false),
-    m("outcomes.error_rate", "share of requests failed (neither ok nor fallback)", true, Worse::Higher, false),
-    m("outcomes.timeout_rate", "share of requests that hit the client timeout", true, Worse::Higher, false),
-    m("outcomes.shed_rate", "share of requests answered 503 (load shed, at once)", true, Worse::Higher, false),
-    m(
-        "retry.amplification",
-        "upstream attempts per client request (per phase: joined by id)",
-        true,
-        Worse::Higher,
-        false,
-    ),
-    m("retry.amplification.max_window", "largest attempts/requests over 1 s windows", false, Worse::Higher, false),
-    m(
-        "retry.immediate_share",
-        "share of retries sent within 50 ms of the previous answer",
-        false,
-        Worse::Higher,
-        false,
-    ),
-    m("retry.retry_after_violations", "retries sooner than the Retry-After sent", false, Worse::Higher, false),
-    m("retry.non_retryable_retries", "retries of 400/401/403/404/413/422", false, Worse::Higher, false),
-    m("retry.orphan_attempts", "upstream attempts after the client was done", false, Worse::Higher, false),
-    m(
-        "recovery.seconds",
-        "seconds to recover after a fault window (the slowest; did not recover fails)",
-        false,
-        Worse::Higher,
-        true,
-    ),
-    m(
-        "failover.seconds",
-        "seconds until a faulted upstream got < 5 % of attempts (the slowest)",
-        false,
-        Worse::Higher,
-        true,
-    ),
-    m("in_flight.max", "most attempts in flight at the mock upstreams in any second", false, Worse::Higher, true),
-    m("in_flight.queued_max", "most attempts queued at the mock upstreams in any second", false, Worse::Higher, true),
-    m("in_flight.sut_max", "most client requests in flight at the SUT in any second", false, Worse::Higher, true),
-    m("stampede.max_fanin", "most upstream fetches for one key after a TTL expiry", false, Worse::Higher, false),
-    m("sweep.knee.load", "load at the knee (users or req/s)", false, Worse::Lower, true),
-    m("sweep.knee.rps", "throughput at the knee, req/s", false, Worse::Lower, true),
-    m("sweep.safe_limit.load", "80 % of the knee (users or req/s)", false, Worse::Lower, true),
-    m("sweep.safe_limit.rps", "throughput at the safe limit, req/s", false, Worse::Lower, true),
-    m(
-        "sweep.recommended.load",
-        "the lowest safe limit across the sweep's conditions (users or req/s)",
-        false,
-        Worse::Lower,
-        true,
-    ),
-    m(
-        "verify.verified",
-        "1 when the safe limit came back from the trigger in time, else 0",
-        false,
-        Worse::Lower,
-        false,
-    ),
-    m(
-        "verify.recovery_s",
-        "seconds to recover at the safe limit after the trigger (never: fails)",
-        false,
-        Worse::Higher,
-        true,
-    ),
-    m("probe.stuck_cells", "metastability probe cells that did not recover", false, Worse::Higher, false),
-    m(
-        "probe.max_recovering_fraction",
-        "largest load (fraction of the knee) recovering from every trigger tested",
-        false,
-        Worse::Lower,
-        false,
-    ),
-    m("requests", "client requests completed", true, Worse::Lower, true),
-    m(
-        "slo.attainment",
-        "share of requests good under `[slo]` (valid within its latency; overall: every measured stage)",
-        true,
-        Worse::Lower,
-        false,
-    ),
-    m(
-        "slo.budget_burned",
-        "share of the `[slo]` window's error budget burned, at the run's rate (overall: the run)",
-        true,
-        Worse::Higher,
-        false,
-    ),
-    m("slo.burn_rate_1h", "highest burn rate over a 1 h window (scaled to the run)", false, Worse::Higher, false),
-    m("slo.would_page", "1 when the multiwindow burn-rate alert would have paged, else 0", false, Worse::Higher, false),
+/// The gate metrics' names, and whether each may name a phase. The catalogue itself (what
+/// each metric is, which way is worse, its noise class and how to read it) lives in
+/// `gate::catalogue`, two layers up: validation runs wherever a scenario is loaded (the k8s
+/// renderer included, which sits below `gate`), so it keeps the names here, and a test in the
+/// catalogue requires this list to equal its rows in order.
+pub const METRIC_NAMES: &[(&str, bool)] = &[
+    ("latency.p50_ms", true),
+    ("latency.p90_ms", true),
+    ("latency.p95_ms", true),
+    ("latency.p99_ms", true),
+    ("latency.max_ms", true),
+    ("ttft.p50_ms", true),
+    ("ttft.p95_ms", true),
+    ("ttft.p99_ms", true),
+    ("throughput.offered_rps", true),
+    ("throughput.completed_rps", true),
+    ("throughput.goodput_rps", true),
+    ("outcomes.valid_rate", true),
+    ("outcomes.error_rate", true),
+    ("outcomes.timeout_rate", true),
+    ("outcomes.shed_rate", true),
+    ("retry.amplification", true),
+    ("retry.amplification.max_window", false),
+    ("retry.immediate_share", false),
+    ("retry.retry_after_violations", false),
+    ("retry.non_retryable_retries", false),
+    ("retry.orphan_attempts", false),
+    ("recovery.seconds", false),
+    ("failover.seconds", false),
+    ("in_flight.max", false),
+    ("in_flight.queued_max", false),
+    ("in_flight.sut_max", false),
+    ("stampede.max_fanin", false),
+    ("sweep.knee.load", false),
+    ("sweep.knee.rps", false),
+    ("sweep.safe_limit.load", false),
+    ("sweep.safe_limit.rps", false),
+    ("sweep.recommended.load", false),
+    ("verify.verified", false),
+    ("verify.recovery_s", false),
+    ("probe.stuck_cells", false),
+    ("probe.max_recovering_fraction", false),
+    ("requests", true),
+    ("slo.attainment", true),
+    ("slo.budget_burned", true),
+    ("slo.burn_rate_1h", false),
+    ("slo.would_page", false),
 ];
 
-/// Looks a metric up by name.
-pub fn metric(name: &str) -> Option<&'static Metric> {
-    METRICS.iter().find(|m| m.name == name)
+/// Whether `name` is a gate metric, and if so whether it may name a phase.
+fn per_phase(name: &str) -> Option<bool> {
+    METRIC_NAMES.iter().find(|(n, _)| *n == name).map(|(_, p)| *p)
 }
 
 /// `[[gate]]` in a scenario: one check.
@@ -193,7 +97,7 @@ impl GateCheck {
 /// Checks `[[gate]]`: known metric names (with a suggestion), a phase that exists and a metric
 /// that can be per phase, and at least one bound.
 pub(super) fn check_gate(src: &Source, gate: &[GateCheck], load: Option<&Load>, errors: &mut Vec<ScenarioError>) {
-    let names: Vec<&str> = METRICS.iter().map(|m| m.name).collect();
+    let names = METRIC_NAMES.iter().map(|(n, _)| *n);
     let stages: Vec<&str> = load.map(|l| l.stages.iter().map(|s| s.name.as_str()).collect()).unwrap_or_default();
     for (i, c) in gate.iter().enumerate() {
         let key = |k: &str| format!("gate[{i}].{k}");
@@ -201,8 +105,8 @@ pub(super) fn check_gate(src: &Source, gate: &[GateCheck], load: Option<&Load>, 
         if let Some(problem) = c.name.as_deref().and_then(crate::markup::name_problem) {
             errors.push(src.invalid(&key("name"), problem, crate::markup::NAME_EXPECTED));
         }
-        let Some(metric) = metric(&c.metric) else {
-            let hint = did_you_mean(&c.metric, names.iter().copied());
+        let Some(per_phase) = per_phase(&c.metric) else {
+            let hint = did_you_mean(&c.metric, names.clone());
             errors.push(src.invalid(
                 &key("metric"),
                 format!("{:?}{hint}", c.metric),
@@ -211,7 +115,7 @@ pub(super) fn check_gate(src: &Source, gate: &[GateCheck], load: Option<&Load>, 
             continue;
         };
         if let Some(p) = &c.phase {
-            if !metric.per_phase {
+            if !per_phase {
                 errors.push(src.invalid(
                     &key("phase"),
                     format!("a phase for {}", c.metric),
