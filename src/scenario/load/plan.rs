@@ -7,6 +7,26 @@ use crate::located::Problems;
 /// Problems in a `[load]` section, as (key path, found, expected).
 pub(crate) fn problems(load: &LoadSection) -> Problems {
     let mut out = Problems::default();
+    general_problems(load, &mut out);
+    phase_problems(&load.phase, &mut out);
+    if let Some(s) = &load.sweep {
+        sweep_problems(s, &mut out);
+    }
+    if let Some(v) = &load.verify {
+        verify_problems(v, load.sweep.is_some(), &mut out);
+    }
+    if let Some(p) = &load.probe {
+        probe_problems(p, load.sweep.is_some(), &mut out);
+    }
+    let r = &load.retry;
+    if r.backoff.as_ref().is_some_and(|b| b.base > b.max) {
+        out.push("load.retry.backoff", "base above max", "base ≤ max");
+    }
+    out
+}
+
+/// What the whole section needs: something to run, and sane shared settings.
+fn general_problems(load: &LoadSection, out: &mut Problems) {
     let mut push = |k: String, found: String, expected: &str| out.push(k, found, expected);
     if load.phase.is_empty() && load.sweep.is_none() && load.probe.is_none() {
         push(
@@ -32,8 +52,13 @@ pub(crate) fn problems(load: &LoadSection) -> Problems {
     if load.timeout.is_some_and(|t| t.as_std().is_zero()) {
         push("load.timeout".into(), "0s".into(), "a duration > 0");
     }
+}
+
+/// Each `[[load.phase]]`: a unique name, a length, and one load model.
+fn phase_problems(phases: &[super::PhaseSpec], out: &mut Problems) {
+    let mut push = |k: String, found: String, expected: &str| out.push(k, found, expected);
     let mut names = std::collections::HashSet::new();
-    for (i, p) in load.phase.iter().enumerate() {
+    for (i, p) in phases.iter().enumerate() {
         let key = |k: &str| format!("load.phase[{i}].{k}");
         if p.name.trim().is_empty() {
             push(key("name"), "an empty name".into(), "a phase name");
@@ -68,138 +93,132 @@ pub(crate) fn problems(load: &LoadSection) -> Problems {
             _ => {}
         }
     }
-    if let Some(s) = &load.sweep {
-        match (&s.users, &s.rates) {
-            (Some(_), Some(_)) => {
-                push("load.sweep.rates".into(), "both users and rates".into(), "users = [...] or rates = [...]")
-            }
-            (None, None) => push(
-                "load.sweep".into(),
-                "neither users nor rates".into(),
-                "users = [1, 2, 4, 8] or rates = [10, 20, 40]",
-            ),
-            (Some(u), None) if u.is_empty() => push("load.sweep.users".into(), "[]".into(), "at least one step"),
-            (None, Some(r)) if r.is_empty() || r.iter().any(|r| !(*r >= 0.0 && r.is_finite())) => {
-                push("load.sweep.rates".into(), format!("{r:?}"), "at least one rate, each ≥ 0")
-            }
-            // A sweep looks for where latency bends as load rises: a step that does not rise
-            // makes the curve meaningless.
-            (Some(u), None) if u.windows(2).any(|w| w[1] <= w[0]) => push(
-                "load.sweep.users".into(),
-                format!("{u:?}"),
-                "steps in strictly increasing order, e.g. [8, 16, 32]",
-            ),
-            (None, Some(r)) if r.windows(2).any(|w| w[1] <= w[0]) => push(
-                "load.sweep.rates".into(),
-                format!("{r:?}"),
-                "steps in strictly increasing order, e.g. [10, 20, 40]",
-            ),
-            _ => {}
+}
+
+/// `[load.sweep]`: rising steps of one load model, and its conditions once each.
+fn sweep_problems(s: &super::SweepSpec, out: &mut Problems) {
+    let mut push = |k: String, found: String, expected: &str| out.push(k, found, expected);
+    match (&s.users, &s.rates) {
+        (Some(_), Some(_)) => {
+            push("load.sweep.rates".into(), "both users and rates".into(), "users = [...] or rates = [...]")
         }
-        if s.step.as_std().is_zero() {
-            push("load.sweep.step".into(), "0s".into(), "a duration > 0");
+        (None, None) => {
+            push("load.sweep".into(), "neither users nor rates".into(), "users = [1, 2, 4, 8] or rates = [10, 20, 40]")
         }
-        if s.warmup.is_some_and(|w| w >= s.step) {
-            push("load.sweep.warmup".into(), s.warmup.unwrap_or_default().to_string(), "shorter than the step");
+        (Some(u), None) if u.is_empty() => push("load.sweep.users".into(), "[]".into(), "at least one step"),
+        (None, Some(r)) if r.is_empty() || r.iter().any(|r| !(*r >= 0.0 && r.is_finite())) => {
+            push("load.sweep.rates".into(), format!("{r:?}"), "at least one rate, each ≥ 0")
         }
-        if let Some(c) = &s.conditions {
-            if c.is_empty() {
-                push(
-                    "load.sweep.conditions".into(),
-                    "[]".into(),
-                    "at least one condition, e.g. [\"healthy\", \"slow\"]",
-                );
-            }
-            let mut seen = std::collections::HashSet::new();
-            for (i, name) in c.iter().enumerate() {
-                if !seen.insert(name.as_str()) {
-                    push(format!("load.sweep.conditions[{i}]"), format!("{name:?} again"), "each condition once");
-                }
+        // A sweep looks for where latency bends as load rises: a step that does not rise
+        // makes the curve meaningless.
+        (Some(u), None) if u.windows(2).any(|w| w[1] <= w[0]) => {
+            push("load.sweep.users".into(), format!("{u:?}"), "steps in strictly increasing order, e.g. [8, 16, 32]")
+        }
+        (None, Some(r)) if r.windows(2).any(|w| w[1] <= w[0]) => {
+            push("load.sweep.rates".into(), format!("{r:?}"), "steps in strictly increasing order, e.g. [10, 20, 40]")
+        }
+        _ => {}
+    }
+    if s.step.as_std().is_zero() {
+        push("load.sweep.step".into(), "0s".into(), "a duration > 0");
+    }
+    if s.warmup.is_some_and(|w| w >= s.step) {
+        push("load.sweep.warmup".into(), s.warmup.unwrap_or_default().to_string(), "shorter than the step");
+    }
+    if let Some(c) = &s.conditions {
+        if c.is_empty() {
+            push("load.sweep.conditions".into(), "[]".into(), "at least one condition, e.g. [\"healthy\", \"slow\"]");
+        }
+        let mut seen = std::collections::HashSet::new();
+        for (i, name) in c.iter().enumerate() {
+            if !seen.insert(name.as_str()) {
+                push(format!("load.sweep.conditions[{i}]"), format!("{name:?} again"), "each condition once");
             }
         }
     }
-    if let Some(v) = &load.verify {
-        if load.sweep.is_none() {
-            push(
-                "load.verify".into(),
-                "a verification without a sweep".into(),
-                "a [load.sweep] to find the safe limit it verifies",
-            );
-        }
-        for (k, d) in [("before", v.before), ("after", v.after), ("within", v.within)] {
-            if d.is_some_and(|d| d.as_std().is_zero()) {
-                push(format!("load.verify.{k}"), "0s".into(), "a duration > 0");
-            }
-        }
-        if let (Some(w), Some(a)) = (v.within, v.after)
-            && w > a
-        {
-            push(
-                "load.verify.within".into(),
-                format!("{w} (after is {a})"),
-                "no longer than `after`: recovery is watched for that long",
-            );
+}
+
+/// `[load.verify]`: a sweep to take the safe limit from, and durations that fit.
+fn verify_problems(v: &super::VerifySpec, has_sweep: bool, out: &mut Problems) {
+    let mut push = |k: String, found: String, expected: &str| out.push(k, found, expected);
+    if !has_sweep {
+        push(
+            "load.verify".into(),
+            "a verification without a sweep".into(),
+            "a [load.sweep] to find the safe limit it verifies",
+        );
+    }
+    for (k, d) in [("before", v.before), ("after", v.after), ("within", v.within)] {
+        if d.is_some_and(|d| d.as_std().is_zero()) {
+            push(format!("load.verify.{k}"), "0s".into(), "a duration > 0");
         }
     }
-    if let Some(p) = &load.probe {
-        if p.loads.is_empty() || p.loads.iter().any(|f| !(*f > 0.0 && *f <= 2.0)) {
-            push(
-                "load.probe.loads".into(),
-                format!("{:?}", p.loads),
-                "fractions of the knee, each in (0, 2], e.g. [0.5, 0.7, 0.9]",
-            );
-        } else if p.loads.windows(2).any(|w| w[1] <= w[0]) {
-            push("load.probe.loads".into(), format!("{:?}", p.loads), "in strictly increasing order");
-        }
-        if p.triggers.is_empty() {
-            push("load.probe.triggers".into(), "[]".into(), "at least one [[fault]] name to fire");
-        }
-        match p.knee_rps {
-            Some(k) if !(k > 0.0 && k.is_finite()) => push("load.probe.knee_rps".into(), k.to_string(), "req/s > 0"),
-            None if load.sweep.is_none() => push(
-                "load.probe.knee_rps".into(),
-                "no knee_rps and no [load.sweep]".into(),
-                "knee_rps = R (req/s), or a [load.sweep] to measure the knee",
-            ),
-            _ => {}
-        }
-        for (k, d) in
-            [("baseline", p.baseline), ("observe", p.observe), ("within", p.within), ("escape_hold", p.escape_hold)]
-        {
-            if d.is_some_and(|d| d.as_std().is_zero()) {
-                push(format!("load.probe.{k}"), "0s".into(), "a duration > 0");
-            }
-        }
-        if let (Some(w), Some(o)) = (p.within, p.observe)
-            && w >= o
-        {
-            push(
-                "load.probe.within".into(),
-                format!("{w} (observe is {o})"),
-                "shorter than `observe`, so slow can be told from recovered",
-            );
-        }
-        // The escape search needs 3 good seconds in a row inside one hold (the recovery rule).
-        if p.escape_hold.is_some_and(|d| d.as_std() < std::time::Duration::from_secs(5)) {
-            push(
-                "load.probe.escape_hold".into(),
-                p.escape_hold.unwrap_or_default().to_string(),
-                "at least 5s: recovery is 3 good seconds in a row inside one hold",
-            );
-        }
-        if p.escape_step.is_some_and(|s| !(0.0..1.0).contains(&s)) {
-            push(
-                "load.probe.escape_step".into(),
-                format!("{:?}", p.escape_step.unwrap_or_default()),
-                "a fraction of the knee in [0, 1)",
-            );
+    if let (Some(w), Some(a)) = (v.within, v.after)
+        && w > a
+    {
+        push(
+            "load.verify.within".into(),
+            format!("{w} (after is {a})"),
+            "no longer than `after`: recovery is watched for that long",
+        );
+    }
+}
+
+/// `[load.probe]`: loads as rising fractions of a knee it can know, triggers, durations that fit.
+fn probe_problems(p: &super::ProbeSpec, has_sweep: bool, out: &mut Problems) {
+    let mut push = |k: String, found: String, expected: &str| out.push(k, found, expected);
+    if p.loads.is_empty() || p.loads.iter().any(|f| !(*f > 0.0 && *f <= 2.0)) {
+        push(
+            "load.probe.loads".into(),
+            format!("{:?}", p.loads),
+            "fractions of the knee, each in (0, 2], e.g. [0.5, 0.7, 0.9]",
+        );
+    } else if p.loads.windows(2).any(|w| w[1] <= w[0]) {
+        push("load.probe.loads".into(), format!("{:?}", p.loads), "in strictly increasing order");
+    }
+    if p.triggers.is_empty() {
+        push("load.probe.triggers".into(), "[]".into(), "at least one [[fault]] name to fire");
+    }
+    match p.knee_rps {
+        Some(k) if !(k > 0.0 && k.is_finite()) => push("load.probe.knee_rps".into(), k.to_string(), "req/s > 0"),
+        None if !has_sweep => push(
+            "load.probe.knee_rps".into(),
+            "no knee_rps and no [load.sweep]".into(),
+            "knee_rps = R (req/s), or a [load.sweep] to measure the knee",
+        ),
+        _ => {}
+    }
+    for (k, d) in
+        [("baseline", p.baseline), ("observe", p.observe), ("within", p.within), ("escape_hold", p.escape_hold)]
+    {
+        if d.is_some_and(|d| d.as_std().is_zero()) {
+            push(format!("load.probe.{k}"), "0s".into(), "a duration > 0");
         }
     }
-    let r = &load.retry;
-    if r.backoff.as_ref().is_some_and(|b| b.base > b.max) {
-        push("load.retry.backoff".into(), "base above max".into(), "base ≤ max");
+    if let (Some(w), Some(o)) = (p.within, p.observe)
+        && w >= o
+    {
+        push(
+            "load.probe.within".into(),
+            format!("{w} (observe is {o})"),
+            "shorter than `observe`, so slow can be told from recovered",
+        );
     }
-    out
+    // The escape search needs 3 good seconds in a row inside one hold (the recovery rule).
+    if p.escape_hold.is_some_and(|d| d.as_std() < std::time::Duration::from_secs(5)) {
+        push(
+            "load.probe.escape_hold".into(),
+            p.escape_hold.unwrap_or_default().to_string(),
+            "at least 5s: recovery is 3 good seconds in a row inside one hold",
+        );
+    }
+    if p.escape_step.is_some_and(|s| !(0.0..1.0).contains(&s)) {
+        push(
+            "load.probe.escape_step".into(),
+            format!("{:?}", p.escape_step.unwrap_or_default()),
+            "a fraction of the knee in [0, 1)",
+        );
+    }
 }
 
 /// Resolves a checked `[load]`: defaults, and stages laid end to end from the run start.
@@ -227,32 +246,7 @@ pub(crate) fn resolve(load: &LoadSection) -> Load {
     }
     let conditions = load.sweep.as_ref().and_then(|s| s.conditions.clone()).unwrap_or_default();
     if let Some(s) = &load.sweep {
-        let levels: Vec<LoadLevel> = match (&s.users, &s.rates) {
-            (Some(users), _) => users.iter().map(|&users| LoadLevel::Closed { users, think: Duration::ZERO }).collect(),
-            (None, Some(rates)) => {
-                rates.iter().map(|&rate| LoadLevel::Open { rate, arrival: s.arrival.unwrap_or_default() }).collect()
-            }
-            (None, None) => Vec::new(),
-        };
-        // Without conditions, one sweep; with them, the whole sweep once per condition.
-        let groups: Vec<Option<&String>> =
-            if conditions.is_empty() { vec![None] } else { conditions.iter().map(Some).collect() };
-        for group in groups {
-            for (i, level) in levels.iter().enumerate() {
-                let duration = s.step;
-                stages.push(Stage {
-                    name: group.map_or_else(|| format!("step-{}", i + 1), |c| format!("{c}/step-{}", i + 1)),
-                    kind: StageKind::Step,
-                    start: at,
-                    duration,
-                    warmup: s.warmup.unwrap_or_default(),
-                    level: *level,
-                    group: group.cloned(),
-                    part: None,
-                });
-                at += duration;
-            }
-        }
+        sweep_stages(s, &conditions, &mut at, &mut stages);
     }
     let probe = load.probe.as_ref().map(|p| Probe {
         loads: p.loads.clone(),
@@ -289,5 +283,35 @@ pub(crate) fn resolve(load: &LoadSection) -> Load {
         conditions,
         verify: load.verify.as_ref().map(Verify::from_spec),
         probe,
+    }
+}
+
+/// The sweep's steps, from `at` on: once, or once per condition.
+fn sweep_stages(s: &super::SweepSpec, conditions: &[String], at: &mut Duration, stages: &mut Vec<Stage>) {
+    let levels: Vec<LoadLevel> = match (&s.users, &s.rates) {
+        (Some(users), _) => users.iter().map(|&users| LoadLevel::Closed { users, think: Duration::ZERO }).collect(),
+        (None, Some(rates)) => {
+            rates.iter().map(|&rate| LoadLevel::Open { rate, arrival: s.arrival.unwrap_or_default() }).collect()
+        }
+        (None, None) => Vec::new(),
+    };
+    // Without conditions, one sweep; with them, the whole sweep once per condition.
+    let groups: Vec<Option<&String>> =
+        if conditions.is_empty() { vec![None] } else { conditions.iter().map(Some).collect() };
+    for group in groups {
+        for (i, level) in levels.iter().enumerate() {
+            let duration = s.step;
+            stages.push(Stage {
+                name: group.map_or_else(|| format!("step-{}", i + 1), |c| format!("{c}/step-{}", i + 1)),
+                kind: StageKind::Step,
+                start: *at,
+                duration,
+                warmup: s.warmup.unwrap_or_default(),
+                level: *level,
+                group: group.cloned(),
+                part: None,
+            });
+            *at += duration;
+        }
     }
 }
