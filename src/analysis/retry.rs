@@ -247,6 +247,10 @@ fn chains<'a>(list: &[&'a Attempt]) -> Vec<Vec<&'a Attempt>> {
 
 /// Analyses retries over the measured `spans` of the run's stages. `declared_n` is the
 /// retries per request the SUT is declared to make, if known.
+#[expect(
+    clippy::too_many_lines,
+    reason = "one pass over the joined attempt chains fills every counter of RetryAnalysis; split, each part would re-walk or share a dozen accumulators"
+)]
 pub fn analyse(
     samples: &[Sample],
     attempts: &[Attempt],

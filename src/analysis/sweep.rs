@@ -197,6 +197,10 @@ pub const BEND: f64 = 1.25;
 
 /// Analyses the steps of a sweep (in order of rising load). `fault_multiplier` is the worst
 /// latency multiplier of the scenario's faults, for the faulted pool size.
+#[expect(
+    clippy::too_many_lines,
+    reason = "the knee rules (usable curve, Kneedle, plateau, confidence) read as one decision in order; the steps each need the ones before"
+)]
 pub fn analyse(unit: &str, steps: Vec<SweepStep>, fault_multiplier: Option<f64>) -> SweepAnalysis {
     let measured: Vec<&SweepStep> = steps.iter().filter(|s| s.sustainability != "empty").collect();
     let cut = first_unusable(&measured).map(|(i, why)| (i, format!("step at {} {unit}: {why}", measured[i].load)));

@@ -108,7 +108,7 @@ fn comparable(run: &Summary, baseline: &Summary, path: &Path) -> Result<(), CliE
 }
 
 /// The verdict as a terminal table.
-pub fn verdict_table(v: &Verdict) -> String {
+pub(super) fn verdict_table(v: &Verdict) -> String {
     let mut t = Table::new();
     t.set_header(["", "check", "value", "expected", "why"]);
     for row in crate::report::verdict_rows(v) {
@@ -118,7 +118,7 @@ pub fn verdict_table(v: &Verdict) -> String {
 }
 
 /// Exit 1 when a check failed.
-pub fn exit_for(v: &Verdict, dir: &Path) -> Result<(), CliError> {
+pub(super) fn exit_for(v: &Verdict, dir: &Path) -> Result<(), CliError> {
     if v.passed {
         Ok(())
     } else {

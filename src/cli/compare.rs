@@ -25,7 +25,7 @@ pub struct Args {
 
 /// The run folders `dirs` stand for: a folder with `comparison.json` and no `summary.json`
 /// (a run with variants) stands for the runs it compared.
-pub fn expand(dirs: &[PathBuf]) -> Result<Vec<PathBuf>, CliError> {
+pub(super) fn expand(dirs: &[PathBuf]) -> Result<Vec<PathBuf>, CliError> {
     let mut out = Vec::new();
     for d in dirs {
         let folder = RunFolder::open(d);

@@ -11,7 +11,13 @@ use crate::record::{Attempt, Outcome};
 use crate::scenario::{Load, Scenario};
 
 /// What identifies the run, before anything is measured.
-pub fn identity(scenario: &Scenario, run_id: &str, started_at: SystemTime, target: &str, sut: &str) -> RunIdentity {
+pub(super) fn identity(
+    scenario: &Scenario,
+    run_id: &str,
+    started_at: SystemTime,
+    target: &str,
+    sut: &str,
+) -> RunIdentity {
     RunIdentity {
         scenario: scenario.name.clone(),
         scenario_file: scenario.path.display().to_string(),
@@ -52,12 +58,12 @@ fn declared_limits(scenario: &Scenario) -> crate::analysis::in_flight::DeclaredL
 }
 
 /// A summary for a run that ended before its load started.
-pub fn aborted(id: RunIdentity, reason: &str) -> Summary {
+pub(super) fn aborted(id: RunIdentity, reason: &str) -> Summary {
     Summary { status: RunStatus::Aborted, abort_reason: Some(reason.to_string()), ..Summary::empty(id) }
 }
 
 /// What the load phase of a run left to summarise.
-pub struct Measured<'a> {
+pub(super) struct Measured<'a> {
     /// The load that ran.
     pub load: &'a Load,
     /// One record per stage, from the recorder.
@@ -83,7 +89,7 @@ pub struct Measured<'a> {
 }
 
 /// The measured summary: stages, totals, generator; the analysis sections stay empty.
-pub fn measured(id: RunIdentity, m: &Measured<'_>) -> Summary {
+pub(super) fn measured(id: RunIdentity, m: &Measured<'_>) -> Summary {
     let us = |d: crate::duration::Duration| u64::try_from(d.as_std().as_micros()).unwrap_or(u64::MAX);
     // Each stage is measured from the end of its warm-up to its end, or to where the run stopped.
     let spans: Vec<(u64, u64)> = m

@@ -222,7 +222,7 @@ fn judge(run: &Segments<'_>, id: &str) -> Result<Option<ProbeCell>, RunError> {
 }
 
 /// A cell in one line, for the progress log.
-pub fn line(c: &ProbeCell) -> String {
+pub(super) fn line(c: &ProbeCell) -> String {
     let back = match (c.verdict, c.recovery_s) {
         (CellVerdict::Stuck, _) => match (c.escape_fraction, c.escape_tried_to) {
             (Some(f), _) => format!(", escaped at {f} × knee"),

@@ -16,7 +16,7 @@ use crate::run_folder::{NdjsonAppender, RunFile, RunFolder};
 
 /// What the progress view shows, updated as windows close.
 #[derive(Clone, Debug, Default)]
-pub struct LiveStats {
+pub(super) struct LiveStats {
     /// The latest closed window.
     pub last: Option<WindowSummary>,
     /// Requests completed so far.
@@ -27,7 +27,7 @@ pub struct LiveStats {
 
 /// Who watches the run as it goes: the progress view's figures, and the live page (when the
 /// run is served).
-pub struct Viewers {
+pub(super) struct Viewers {
     /// What the progress view shows.
     pub progress: Arc<Mutex<LiveStats>>,
     /// The live page's state and what it reads besides the windows.
@@ -35,10 +35,10 @@ pub struct Viewers {
 }
 
 /// The error-rate abort rule: (rate, for, min requests).
-pub type AbortRule = (f64, Duration, u64);
+pub(super) type AbortRule = (f64, Duration, u64);
 
 /// Output files of the consumer.
-pub struct Outputs {
+pub(super) struct Outputs {
     /// `windows.ndjson`, written as windows close (survives a crash).
     pub windows: NdjsonAppender,
     /// `samples.ndjson`: one line per logical request (the analysis joins attempts to it).
@@ -51,7 +51,7 @@ pub struct Outputs {
 
 impl Outputs {
     /// Opens the logs of `folder`.
-    pub fn open(folder: &RunFolder, token_gaps: bool, histograms: bool) -> std::io::Result<Self> {
+    pub(super) fn open(folder: &RunFolder, token_gaps: bool, histograms: bool) -> std::io::Result<Self> {
         Ok(Self {
             windows: folder.appender(RunFile::Windows)?,
             samples: folder.appender(RunFile::Samples)?,
@@ -72,7 +72,11 @@ impl Outputs {
 
 /// Consumes samples until the channel closes; returns the stage records, every window, and
 /// the output files (a run in several segments hands them to the next segment's consumer).
-pub async fn consume(
+#[expect(
+    clippy::too_many_lines,
+    reason = "one select loop over samples, ticks and stop; its closures share the outputs and the window queue"
+)]
+pub(super) async fn consume(
     mut rx: mpsc::Receiver<Sample>,
     mut recorder: Recorder,
     mut out: Outputs,

@@ -28,14 +28,14 @@ pub enum ProgressMode {
 }
 
 /// The running view.
-pub struct View {
+pub(super) struct View {
     task: Option<JoinHandle<()>>,
     bar: Option<ProgressBar>,
 }
 
 impl View {
     /// Stops the view.
-    pub async fn finish(self) {
+    pub(super) async fn finish(self) {
         if let Some(t) = self.task {
             t.abort();
             let _ = t.await;
@@ -47,7 +47,7 @@ impl View {
 }
 
 /// Starts the view.
-pub fn spawn(
+pub(super) fn spawn(
     mode: ProgressMode,
     load: &Load,
     clock: Clock,

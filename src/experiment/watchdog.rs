@@ -13,7 +13,7 @@ use crate::sut::{self, RunningSut};
 
 /// Checks, while the load runs, that the SUT is alive (and ready, if an abort rule says so)
 /// and that the run stays within `limits.max_duration`.
-pub async fn watchdog(
+pub(super) async fn watchdog(
     running: Arc<tokio::sync::Mutex<RunningSut>>,
     scenario: Scenario,
     ready_path: Option<String>,

@@ -17,7 +17,7 @@ use super::config::CacheConfig;
 
 /// A finished answer that can be sent to any number of clients.
 #[derive(Clone, Debug)]
-pub struct Reply {
+pub(super) struct Reply {
     /// Status.
     pub status: StatusCode,
     /// Headers to pass on (content type, `Retry-After`, `x-fallback`).
@@ -36,7 +36,7 @@ pub struct Reply {
 
 /// Whether an answer came from the cache.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Lookup {
+pub(super) enum Lookup {
     /// Served from the cache (or by waiting for another request's load of the same key).
     Hit,
     /// Fetched upstream for this request.
@@ -52,14 +52,14 @@ impl moka::Expiry<u64, Reply> for PerEntryTtl {
 }
 
 /// The cache.
-pub struct ResponseCache {
+pub(super) struct ResponseCache {
     cfg: CacheConfig,
     entries: moka::future::Cache<u64, Reply>,
 }
 
 impl ResponseCache {
     /// An empty cache.
-    pub fn new(cfg: CacheConfig) -> Self {
+    pub(super) fn new(cfg: CacheConfig) -> Self {
         let entries = moka::future::Cache::builder().max_capacity(cfg.max_entries).expire_after(PerEntryTtl).build();
         Self { cfg, entries }
     }
@@ -73,7 +73,11 @@ impl ResponseCache {
 
     /// The cached reply for `key`, or `fetch`'s. Only 200s are cached (`fetch` returns them as
     /// `Ok`); errors are passed on, to every coalesced waiter too.
-    pub async fn get_or_fetch(&self, key: u64, fetch: impl Future<Output = Result<Reply, Reply>>) -> (Reply, Lookup) {
+    pub(super) async fn get_or_fetch(
+        &self,
+        key: u64,
+        fetch: impl Future<Output = Result<Reply, Reply>>,
+    ) -> (Reply, Lookup) {
         if self.cfg.single_flight {
             let ttl = self.ttl();
             let load = async move { fetch.await.map(|r| Reply { ttl, ..r }) };
@@ -99,7 +103,7 @@ impl ResponseCache {
     }
 
     /// Drops every entry (the cache admin endpoint, e.g. a `ttl_expiry` flush hook).
-    pub fn flush(&self) -> u64 {
+    pub(super) fn flush(&self) -> u64 {
         let n = self.entries.entry_count();
         self.entries.invalidate_all();
         n
@@ -109,7 +113,7 @@ impl ResponseCache {
 /// The cache key of a chat request: model and messages, roles and texts with whitespace
 /// collapsed and case folded, and `[chaos:ID]` correlation markers removed (a request id is
 /// not part of the question). `None` when the body is not a chat request.
-pub fn key(body: &serde_json::Value) -> Option<u64> {
+pub(super) fn key(body: &serde_json::Value) -> Option<u64> {
     let mut h = Xxh3::new();
     h.update(body.get("model")?.as_str()?.as_bytes());
     let mut text = |s: &str| {

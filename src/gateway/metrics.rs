@@ -30,7 +30,7 @@ struct CacheLabel {
 
 /// The gateway's metrics.
 #[derive(Debug)]
-pub struct GatewayMetrics {
+pub(super) struct GatewayMetrics {
     registry: Registry,
     upstreams: Vec<String>,
     requests: Family<Outcome, Counter>,
@@ -47,7 +47,7 @@ pub struct GatewayMetrics {
 
 impl GatewayMetrics {
     /// Metrics for a gateway in front of `upstreams`.
-    pub fn new(upstreams: Vec<String>) -> Self {
+    pub(super) fn new(upstreams: Vec<String>) -> Self {
         let mut registry = Registry::with_prefix("chaos_gateway");
         let m = Self {
             registry: Registry::default(),
@@ -71,30 +71,30 @@ impl GatewayMetrics {
     }
 
     /// Counts a client request's outcome (`ok`, `error`, `shed`, `fallback`, `timeout`, …).
-    pub fn request(&self, outcome: &str) {
+    pub(super) fn request(&self, outcome: &str) {
         self.requests.get_or_create(&Outcome { outcome: outcome.into() }).inc();
     }
 
     /// Counts an upstream attempt.
-    pub fn attempt(&self, upstream: usize, status: &str) {
+    pub(super) fn attempt(&self, upstream: usize, status: &str) {
         let upstream = self.upstreams.get(upstream).cloned().unwrap_or_default();
         self.attempts.get_or_create(&AttemptLabels { upstream, status: status.into() }).inc();
     }
 
     /// Counts a cache lookup (`hit` or `miss`).
-    pub fn cache(&self, result: &str) {
+    pub(super) fn cache(&self, result: &str) {
         self.cache.get_or_create(&CacheLabel { result: result.into() }).inc();
     }
 
     /// Sets which upstreams are ejected (at scrape time).
-    pub fn ejected(&self, ejected: &[bool]) {
+    pub(super) fn ejected(&self, ejected: &[bool]) {
         for (name, out) in self.upstreams.iter().zip(ejected) {
             self.ejected.get_or_create(&UpstreamLabel { upstream: name.clone() }).set(i64::from(*out));
         }
     }
 
     /// The text exposition.
-    pub fn encode(&self) -> String {
+    pub(super) fn encode(&self) -> String {
         let mut out = String::new();
         let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
         out

@@ -31,7 +31,7 @@ use super::upstream::{Answer, AnswerBody, BoxError, Call, CallError, healthy};
 const MAX_BODY: usize = 4 << 20;
 
 /// The gateway's response body: whole, or an upstream stream passed through.
-pub struct GatewayBody {
+pub(super) struct GatewayBody {
     kind: Kind,
     /// Held until a streamed body ends: the request stays in flight and keeps its slot.
     _held: Option<(InFlight, Option<OwnedSemaphorePermit>)>,

@@ -15,14 +15,14 @@ use super::upstream::{Answer, BoxError, Call, CallError};
 
 /// The retry policy of one gateway.
 #[derive(Clone)]
-pub struct RetryPolicy {
+pub(super) struct RetryPolicy {
     cfg: Arc<RetryConfig>,
     budget: Option<Arc<TpsBudget>>,
 }
 
 /// A failed attempt, as the policy sees it.
 #[derive(Debug, PartialEq)]
-pub enum Failure {
+pub(super) enum Failure {
     /// The upstream answered with this status.
     Status(u16, Option<Duration>),
     /// It could not be reached.
@@ -35,7 +35,7 @@ pub enum Failure {
 
 impl RetryPolicy {
     /// The policy for `cfg`, with its budget if it has one.
-    pub fn new(cfg: RetryConfig) -> Self {
+    pub(super) fn new(cfg: RetryConfig) -> Self {
         let budget = cfg.budget.as_ref().map(|b| {
             Arc::new(TpsBudget::new(
                 b.window.as_std().max(Duration::from_secs(1)),
@@ -47,14 +47,14 @@ impl RetryPolicy {
     }
 
     /// Counts a client request into the budget (retries are paid for by requests).
-    pub fn deposit(&self) {
+    pub(super) fn deposit(&self) {
         if let Some(b) = &self.budget {
             b.deposit();
         }
     }
 
     /// Whether the policy retries this failure at all.
-    pub fn retries(&self, failure: &Failure) -> bool {
+    pub(super) fn retries(&self, failure: &Failure) -> bool {
         let c = &self.cfg;
         c.on_any_error
             || match failure {
@@ -66,7 +66,7 @@ impl RetryPolicy {
     }
 
     /// The wait before attempt `next` (2, 3, …): full-jitter backoff, at least `Retry-After`.
-    pub fn delay(&self, next: u32, retry_after: Option<Duration>) -> Duration {
+    pub(super) fn delay(&self, next: u32, retry_after: Option<Duration>) -> Duration {
         let backoff = self.cfg.backoff.as_ref().map_or(Duration::ZERO, |b| {
             let ceiling = b.base.as_std().saturating_mul(1 << (next.saturating_sub(2)).min(16)).min(b.max.as_std());
             crate::duration::mul_saturating(ceiling, rand::rng().random::<f64>())
@@ -79,7 +79,7 @@ impl RetryPolicy {
 }
 
 /// What failed about an attempt's result (`None`: it succeeded).
-pub fn failure(result: &Result<Answer, BoxError>) -> Option<Failure> {
+pub(super) fn failure(result: &Result<Answer, BoxError>) -> Option<Failure> {
     match result {
         Ok(a) if a.status.is_success() => None,
         Ok(a) => Some(Failure::Status(a.status.as_u16(), a.retry_after())),

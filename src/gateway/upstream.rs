@@ -23,11 +23,11 @@ use super::metrics::GatewayMetrics;
 use super::routing::Router;
 
 /// Errors tower layers and our code pass around.
-pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+pub(super) type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// One client request, as sent upstream (cloned for each attempt).
 #[derive(Clone, Debug)]
-pub struct Call {
+pub(super) struct Call {
     /// The request body, forwarded unchanged.
     pub body: Bytes,
     /// `stream: true`.
@@ -47,7 +47,7 @@ pub struct Call {
 }
 
 /// An upstream's answer (at headers for a streaming 200; whole otherwise).
-pub struct Answer {
+pub(super) struct Answer {
     /// Status.
     pub status: StatusCode,
     /// The headers worth passing on (content type, `Retry-After`).
@@ -61,7 +61,7 @@ pub struct Answer {
 }
 
 /// An answer's body.
-pub enum AnswerBody {
+pub(super) enum AnswerBody {
     /// Read whole.
     Full(Bytes),
     /// A stream, holding its pool connection.
@@ -70,7 +70,7 @@ pub enum AnswerBody {
 
 impl Answer {
     /// `Retry-After` in the answer, if any (seconds, or `retry-after-ms`).
-    pub fn retry_after(&self) -> Option<Duration> {
+    pub(super) fn retry_after(&self) -> Option<Duration> {
         let ms = self.headers.get("retry-after-ms").and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
         let secs = self.headers.get(RETRY_AFTER).and_then(|v| v.to_str().ok()?.trim().parse::<u64>().ok());
         ms.map(Duration::from_millis).or(secs.map(Duration::from_secs))
@@ -79,7 +79,7 @@ impl Answer {
 
 /// Why an attempt produced no answer.
 #[derive(Debug, thiserror::Error)]
-pub enum CallError {
+pub(super) enum CallError {
     /// The upstream could not be reached.
     #[error("upstream {upstream} unreachable: {message}")]
     Connect {
@@ -109,7 +109,7 @@ pub enum CallError {
 
 impl CallError {
     /// The upstream concerned.
-    pub fn upstream(&self) -> Option<usize> {
+    pub(super) fn upstream(&self) -> Option<usize> {
         match self {
             Self::Connect { upstream, .. } | Self::Timeout { upstream } | Self::Broken { upstream, .. } => {
                 Some(*upstream)
@@ -121,7 +121,7 @@ impl CallError {
 
 /// The upstreams, the pool, and what the gateway knows of their health.
 #[derive(Clone)]
-pub struct Upstreams {
+pub(super) struct Upstreams {
     inner: Arc<Inner>,
 }
 
@@ -139,14 +139,14 @@ struct Inner {
 
 /// What an upstream outcome means for health: 5xx, 429 and transport failures are failures;
 /// other 4xx are the client's problem, not the upstream's.
-pub fn healthy(status: StatusCode) -> bool {
+pub(super) fn healthy(status: StatusCode) -> bool {
     !(status.is_server_error() || status == StatusCode::TOO_MANY_REQUESTS)
 }
 
 impl Upstreams {
     /// Upstreams at `urls` (origins such as `http://127.0.0.1:9000`) reached through `client`
     /// with the pool and attempt timeout of `config`; an error names a URL that does not parse.
-    pub fn new(
+    pub(super) fn new(
         urls: Vec<String>,
         client: reqwest::Client,
         config: &ClientConfig,
@@ -177,12 +177,12 @@ impl Upstreams {
     }
 
     /// Which upstreams are ejected now.
-    pub fn ejected(&self) -> Vec<bool> {
+    pub(super) fn ejected(&self) -> Vec<bool> {
         self.inner.router.lock().unwrap_or_else(|e| e.into_inner()).ejected_now(Instant::now())
     }
 
     /// Pool connections in use.
-    pub fn pool_in_use(&self, pool_size: u32) -> u32 {
+    pub(super) fn pool_in_use(&self, pool_size: u32) -> u32 {
         pool_size.saturating_sub(self.inner.pool.available_permits() as u32)
     }
 }

@@ -15,7 +15,7 @@
 use serde_json::Value;
 
 /// The documents as one YAML stream (`---` between them).
-pub fn stream(docs: &[Value]) -> String {
+pub(super) fn stream(docs: &[Value]) -> String {
     let mut out = String::new();
     for d in docs {
         out.push_str("---\n");

@@ -14,7 +14,7 @@ use crate::scenario::load::{Api, FallbackMatch};
 
 /// What reading one answer found.
 #[derive(Debug, Default)]
-pub struct Reading {
+pub(super) struct Reading {
     /// First content token of a stream, if any (whole answers have no TTFT of their own).
     pub first_token: Option<Instant>,
     /// Gaps between content tokens, µs.
@@ -27,7 +27,7 @@ pub struct Reading {
 
 /// Reads `resp` to the end (or to `deadline`: a timeout) and classifies it. `None` in
 /// `outcome` means the body is usable.
-pub async fn read(
+pub(super) async fn read(
     resp: hyper::Response<hyper::body::Incoming>,
     deadline: tokio::time::Instant,
     api: Api,

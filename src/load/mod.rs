@@ -188,6 +188,10 @@ pub async fn exclusive() -> Exclusive {
 
 /// Runs the load to the end of its plan (or until `stop` turns true, or the request limit),
 /// sending a sample per logical request to `sink`.
+#[expect(
+    clippy::too_many_lines,
+    reason = "goose's attack is configured as one builder chain (users, hatch, hold, scenarios, the stop watcher)"
+)]
 pub async fn run(
     _one: &Exclusive,
     cfg: LoadConfig,

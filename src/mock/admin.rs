@@ -285,7 +285,7 @@ fn ndjson<'a, T: Serialize + 'a>(records: impl Iterator<Item = &'a T>) -> Reply 
 }
 
 /// Whether the control API may listen on `addr` with or without a token.
-pub fn check_exposure(addr: SocketAddr, token: Option<&str>) -> Result<(), String> {
+pub(super) fn check_exposure(addr: SocketAddr, token: Option<&str>) -> Result<(), String> {
     if addr.ip().is_loopback() || token.is_some_and(|t| !t.is_empty()) {
         Ok(())
     } else {

@@ -13,27 +13,27 @@ use tokio::net::TcpStream;
 
 /// Shared between a connection's IO and the requests on it.
 #[derive(Debug, Default)]
-pub struct ConnCtl {
+pub(crate) struct ConnCtl {
     reset: AtomicBool,
 }
 
 impl ConnCtl {
     /// Asks for the connection to be reset (RST) when it closes.
-    pub fn reset_on_close(&self) {
+    pub(crate) fn reset_on_close(&self) {
         self.reset.store(true, Ordering::Relaxed);
     }
 }
 
 /// A connection's socket, with reset-on-drop.
 #[derive(Debug)]
-pub struct ConnIo {
+pub(super) struct ConnIo {
     io: TokioIo<TcpStream>,
     ctl: Arc<ConnCtl>,
 }
 
 impl ConnIo {
     /// Wraps an accepted socket.
-    pub fn new(stream: TcpStream, ctl: Arc<ConnCtl>) -> Self {
+    pub(super) fn new(stream: TcpStream, ctl: Arc<ConnCtl>) -> Self {
         Self { io: TokioIo::new(stream), ctl }
     }
 }

@@ -18,7 +18,7 @@ use super::state::Shared;
 use crate::faults::{Fault, FlushHook};
 
 /// Longest a flush hook may take.
-pub const HOOK_TIMEOUT: Duration = Duration::from_secs(10);
+pub(super) const HOOK_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Runs until the mock's shared state is gone.
 pub(crate) async fn run(shared: Weak<Shared>) {

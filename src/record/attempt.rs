@@ -209,14 +209,14 @@ impl<F: Default> Default for Attempt<F> {
 mod hex_hash {
     use serde::{Deserialize, Deserializer, Serializer};
 
-    pub fn serialize<S: Serializer>(v: &Option<u64>, s: S) -> Result<S::Ok, S::Error> {
+    pub(super) fn serialize<S: Serializer>(v: &Option<u64>, s: S) -> Result<S::Ok, S::Error> {
         match v {
             Some(h) => s.collect_str(&format_args!("{h:016x}")),
             None => s.serialize_none(),
         }
     }
 
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
         Option::<String>::deserialize(d)?
             .map(|t| u64::from_str_radix(&t, 16).map_err(serde::de::Error::custom))
             .transpose()

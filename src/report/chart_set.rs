@@ -106,7 +106,7 @@ fn sweep_charts(s: &Summary, sw: &analysis::sweep::SweepAnalysis) -> Vec<(String
 
 /// How many simulated policies the what-if timelines draw besides the measured run and the
 /// policy that ran (the palette has eight colours; the table has them all).
-pub const WHATIF_LINES: usize = 6;
+pub(super) const WHATIF_LINES: usize = 6;
 
 /// The what-if's charts: A and the share of valid answers per policy (bars), and the share of
 /// valid answers over time for the measured run, the policy that ran as simulated, and the

@@ -12,7 +12,7 @@ fn share(st: &analysis::StageSummary, outcome: &str) -> f64 {
 
 /// A latency in ms as the report prints it; at or above the client timeout it is a bound set
 /// by the timeout, not a measurement, and says so.
-pub fn latency(s: &Summary, v: f64) -> String {
+pub(super) fn latency(s: &Summary, v: f64) -> String {
     match s.client_timeout_ms {
         Some(t) if v >= t => {
             format!("≥ {} (timeout)", humantime::format_duration(std::time::Duration::from_millis(t as u64)))
@@ -22,7 +22,7 @@ pub fn latency(s: &Summary, v: f64) -> String {
 }
 
 /// Why A is below 1, in one sentence with the counts, when it is.
-pub fn amplification_below_one(s: &Summary) -> Option<String> {
+pub(super) fn amplification_below_one(s: &Summary) -> Option<String> {
     let r = s.retry.as_ref()?;
     let share = r.amplification.served_without_upstream?;
     if r.amplification.overall >= 1.0 || share <= 0.0 {
@@ -147,6 +147,10 @@ pub fn verdict_rows(v: &crate::gate::Verdict) -> Vec<Vec<String>> {
 }
 
 /// The headline verdicts, most important first.
+#[expect(
+    clippy::too_many_lines,
+    reason = "the headline list in order of importance, one short block per section of the summary"
+)]
 pub fn headlines(s: &Summary) -> Vec<String> {
     let mut out = Vec::new();
     if s.status == RunStatus::Aborted {

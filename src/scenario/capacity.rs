@@ -12,6 +12,10 @@ use crate::faults::Fault;
 /// Checks the fault names `[load.sweep] conditions`, `[load.verify] trigger` and
 /// `[load.probe] triggers` use, places the condition faults on their sweeps, and takes the
 /// trigger faults out of the timeline. Returns (timeline, triggers).
+#[expect(
+    clippy::too_many_lines,
+    reason = "checks each name a sweep condition, verify trigger and probe trigger use while placing them, so one error list names them all"
+)]
 pub(super) fn place(
     src: &Source,
     faults: Vec<NamedFault>,

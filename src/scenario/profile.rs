@@ -39,7 +39,7 @@ impl JsonSchema for Overflow {
 }
 
 /// What `overflow` accepts, for error messages.
-pub const EXPECTED_OVERFLOW: &str = "one of 429, 503, 529";
+pub(super) const EXPECTED_OVERFLOW: &str = "one of 429, 503, 529";
 
 impl Overflow {
     /// The HTTP status code.

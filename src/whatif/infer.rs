@@ -28,6 +28,10 @@ pub struct Inferred {
 }
 
 /// Fits a policy from the attempts of a run (joined to `samples` by request id).
+#[expect(
+    clippy::too_many_lines,
+    reason = "one pass over the attempt chains gathers every retry signal (statuses, gaps, Retry-After, cuts) the fitted policy is read from"
+)]
 pub fn infer(samples: &[Sample], attempts: &[Attempt], client_timeout_us: u64) -> Inferred {
     let mut chains: BTreeMap<u64, Vec<&Attempt>> = BTreeMap::new();
     for a in attempts {

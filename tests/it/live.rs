@@ -118,6 +118,10 @@ duration = "10s"
 /// page's A is 3 in each second inside the storm and 1 outside it. Twenty pages watch the
 /// whole run and one reconnects; a note comes from `chaos note`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[expect(
+    clippy::too_many_lines,
+    reason = "one real run watched end to end: the page, a reconnect, a note and /metrics against the run folder"
+)]
 async fn the_page_shows_n_plus_1_under_a_storm_and_metrics_agree_with_the_run_folder() {
     let server = server().await;
     let url = server.url();
@@ -487,6 +491,7 @@ fn screenshot_dir(fallback: &Path) -> PathBuf {
 /// up twice, writes an observation in the box, and the observation reaches
 /// observations.ndjson and report.md; the page then shows the run's end.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[expect(clippy::too_many_lines, reason = "one browser session over one real run, step by step")]
 async fn a_browser_watches_the_counter_rise_and_its_note_lands_in_the_report() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("browser.toml");

@@ -31,7 +31,7 @@ fn cost(a: &Attainment) -> String {
 /// own first sentence; a probe's outcome per run), who kept more requests within the objective — in the phases where the
 /// runs differ and over the run — and at what cost, then the change that matters most for the
 /// better run. Empty when the runs declare no objective.
-pub fn verdict(runs: &[&Summary], names: &[String]) -> Vec<String> {
+pub(super) fn verdict(runs: &[&Summary], names: &[String]) -> Vec<String> {
     let Some(o) = runs.first().and_then(|s| s.objective) else { return Vec::new() };
     if runs.iter().any(|s| s.slo.is_none()) {
         return Vec::new();

@@ -114,6 +114,10 @@ pub(super) fn draw_panels<DB: DrawingBackend>(
     Ok(out)
 }
 
+#[expect(
+    clippy::too_many_lines,
+    reason = "one plotters drawing: layout, mesh, shading, stacked or plain lines and the legend share the chart context"
+)]
 pub(super) fn draw_lines<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     c: &LineChart,

@@ -63,6 +63,10 @@ pub(super) fn capacity(d: &mut Doc, s: &Summary, charts: &[String]) {
 }
 
 /// The sweep under each condition, how far the knee moved, and the recommended limit.
+#[expect(
+    clippy::too_many_lines,
+    reason = "the conditions' table, the knee shifts and the verification lines read in report order"
+)]
 pub(super) fn conditions(d: &mut Doc, s: &Summary) {
     let Some(first) = s.conditions.first() else { return };
     let unit = &first.sweep.unit;
@@ -193,6 +197,10 @@ pub(super) fn verification(d: &mut Doc, s: &Summary) {
 }
 
 /// The metastability grid.
+#[expect(
+    clippy::too_many_lines,
+    reason = "the probe grid's table, legend and the lines under it read one probe analysis in report order"
+)]
 pub(super) fn probe(d: &mut Doc, s: &Summary, charts: &[String]) {
     let Some(p) = &s.probe else { return };
     d.push(Block::Heading(2, "Metastability probe".into()));

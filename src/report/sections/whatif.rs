@@ -20,6 +20,10 @@ pub(super) fn whatif(d: &mut Doc, s: &Summary, charts: &[String]) {
 
 /// The what-if of one run: the calibration line first, what was inferred and not modelled,
 /// the table, the best policy and what each policy is (the run report and the comparison).
+#[expect(
+    clippy::too_many_lines,
+    reason = "the what-if section in report order: calibration, what was inferred, the table and the verdict"
+)]
 pub(in crate::report) fn whatif_body(d: &mut Doc, w: &analysis::policy_outcomes::WhatIf) {
     d.push(Block::Para(whatif_calibration(w)));
     if !w.calibration.calibrated {

@@ -6,22 +6,22 @@ use chaos::mock::MockUpstream;
 use chaos::scenario::Profile;
 
 /// Starts a mock with `profile` and seed 7 on an ephemeral loopback port.
-pub async fn mock(profile: Profile) -> MockUpstream {
+pub(crate) async fn mock(profile: Profile) -> MockUpstream {
     MockUpstream::builder().profile(profile).seed(7).start().await.expect("mock starts")
 }
 
 /// A plain HTTP client with a bounded timeout (tests never wait forever).
-pub fn http() -> reqwest::Client {
+pub(crate) fn http() -> reqwest::Client {
     reqwest::Client::builder().timeout(Duration::from_secs(20)).build().unwrap()
 }
 
 /// A minimal OpenAI chat body.
-pub fn chat_body(prompt: &str, stream: bool) -> serde_json::Value {
+pub(crate) fn chat_body(prompt: &str, stream: bool) -> serde_json::Value {
     serde_json::json!({"model": "gpt-4o-mini", "stream": stream, "messages": [{"role": "user", "content": prompt}]})
 }
 
 /// The `data:` payloads of an SSE body, in order.
-pub fn sse_data(body: &str) -> Vec<String> {
+pub(crate) fn sse_data(body: &str) -> Vec<String> {
     body.split("\n\n")
         .filter_map(|event| event.lines().find_map(|l| l.strip_prefix("data: ")))
         .map(str::to_string)
@@ -29,7 +29,7 @@ pub fn sse_data(body: &str) -> Vec<String> {
 }
 
 /// `(event name, parsed data)` pairs of an Anthropic SSE body.
-pub fn sse_events(body: &str) -> Vec<(String, serde_json::Value)> {
+pub(crate) fn sse_events(body: &str) -> Vec<(String, serde_json::Value)> {
     body.split("\n\n")
         .filter(|e| !e.trim().is_empty())
         .map(|e| {
@@ -41,7 +41,7 @@ pub fn sse_events(body: &str) -> Vec<(String, serde_json::Value)> {
 }
 
 /// Polls `cond` every 10 ms for up to 5 s.
-pub async fn eventually(mut cond: impl FnMut() -> bool) -> bool {
+pub(crate) async fn eventually(mut cond: impl FnMut() -> bool) -> bool {
     for _ in 0..500 {
         if cond() {
             return true;
@@ -52,7 +52,7 @@ pub async fn eventually(mut cond: impl FnMut() -> bool) -> bool {
 }
 
 /// Starts a mock with `profile`, seed 7, and the given faults (times from start).
-pub async fn mock_with(profile: Profile, faults: Vec<chaos::faults::Fault>) -> MockUpstream {
+pub(crate) async fn mock_with(profile: Profile, faults: Vec<chaos::faults::Fault>) -> MockUpstream {
     faults
         .into_iter()
         .fold(MockUpstream::builder().profile(profile).seed(7), |b, f| b.fault(f))
@@ -62,7 +62,7 @@ pub async fn mock_with(profile: Profile, faults: Vec<chaos::faults::Fault>) -> M
 }
 
 /// POSTs a chat completion and returns (status, headers, body text, elapsed).
-pub async fn chat(
+pub(crate) async fn chat(
     mock: &MockUpstream,
     prompt: &str,
     stream: bool,
@@ -80,7 +80,7 @@ pub async fn chat(
 }
 
 /// Arrival times of each non-empty content delta of a streamed response, from the send.
-pub async fn token_times(
+pub(crate) async fn token_times(
     mut resp: reqwest::Response,
     started: std::time::Instant,
 ) -> Result<Vec<Duration>, reqwest::Error> {
@@ -103,7 +103,7 @@ pub async fn token_times(
 /// Reads one HTTP/1.1 response from `s` (its head, then a `content-length` body), each read
 /// bounded by 20 s: its status and its head, lowercased. `None` when the connection ends, or
 /// nothing comes, before a whole head.
-pub async fn read_response(s: &mut tokio::net::TcpStream) -> Option<(u16, String)> {
+pub(crate) async fn read_response(s: &mut tokio::net::TcpStream) -> Option<(u16, String)> {
     use tokio::io::AsyncReadExt;
     let mut got = Vec::new();
     let mut buf = [0u8; 4096];
@@ -131,7 +131,7 @@ pub async fn read_response(s: &mut tokio::net::TcpStream) -> Option<(u16, String
 
 /// Whether the server ended the connection after its last response: `request` sent again on
 /// it meets the end of the stream (or a reset), not an answer (nor silence for 20 s).
-pub async fn closed_after(s: &mut tokio::net::TcpStream, request: &str) -> bool {
+pub(crate) async fn closed_after(s: &mut tokio::net::TcpStream, request: &str) -> bool {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let _ = s.write_all(request.as_bytes()).await;
     let mut buf = [0u8; 256];
