@@ -8,7 +8,7 @@ use std::time::{Duration, SystemTime};
 use tokio::sync::mpsc;
 
 use super::serve::hub::MockControl;
-use super::{LEAD, RunError, RunOptions, Stopper, base, io, live, progress, watchdog};
+use super::{LEAD, RunError, RunOptions, Stopper, base, cell_watch, io, live, progress, watchdog};
 use crate::analysis::{Recorder, StageRecord};
 use crate::clock::Clock;
 use crate::load::{self, LoadConfig, LoadReport};
@@ -313,7 +313,12 @@ impl Segments<'_> {
         let first = self.stages.len();
         let cutoff = Arc::new(std::sync::atomic::AtomicU64::new(u64::MAX));
         let watcher = watch.map(|w| {
-            tokio::spawn(watch_cell(w, self.plan.folder.path(RunFile::Samples), cutoff.clone(), self.plan.clock))
+            tokio::spawn(cell_watch::watch_cell(
+                w,
+                self.plan.folder.path(RunFile::Samples),
+                cutoff.clone(),
+                self.plan.clock,
+            ))
         });
         self.stages.extend(new);
         let scenario = self.scenario();
@@ -418,61 +423,5 @@ impl Segments<'_> {
             }
         }
         Ok(())
-    }
-}
-
-/// Reads the samples as they are written and sets `cutoff` once `watch` is answered.
-async fn watch_cell(
-    watch: crate::analysis::capacity::CellWatch,
-    samples: std::path::PathBuf,
-    cutoff: Arc<std::sync::atomic::AtomicU64>,
-    clock: Clock,
-) {
-    let mut tail = SampleTail::new(samples, watch.before.0);
-    let mut tick = tokio::time::interval(Duration::from_millis(200));
-    loop {
-        tick.tick().await;
-        tail.read();
-        let now = clock.now_us();
-        if watch.done(&tail.samples, now) {
-            cutoff.store(now, std::sync::atomic::Ordering::Relaxed);
-            return;
-        }
-    }
-}
-
-/// The samples appended to `samples.ndjson` since a point in time, read incrementally (the
-/// consumer writes whole lines only).
-struct SampleTail {
-    path: std::path::PathBuf,
-    offset: u64,
-    from_us: u64,
-    samples: Vec<crate::record::Sample>,
-}
-
-impl SampleTail {
-    fn new(path: std::path::PathBuf, from_us: u64) -> Self {
-        Self { path, offset: 0, from_us, samples: Vec::new() }
-    }
-
-    fn read(&mut self) {
-        use std::io::{Read, Seek};
-        let Ok(mut f) = std::fs::File::open(&self.path) else { return };
-        if f.seek(std::io::SeekFrom::Start(self.offset)).is_err() {
-            return;
-        }
-        let mut text = String::new();
-        if f.read_to_string(&mut text).is_err() {
-            return;
-        }
-        let whole = text.rfind('\n').map_or(0, |i| i + 1);
-        for line in text[..whole].lines() {
-            if let Ok(s) = serde_json::from_str::<crate::record::Sample>(line)
-                && s.intended_us >= self.from_us
-            {
-                self.samples.push(s);
-            }
-        }
-        self.offset += whole as u64;
     }
 }

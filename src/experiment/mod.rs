@@ -15,130 +15,41 @@
 mod abort;
 mod base;
 mod capacity;
+mod cell_watch;
 mod drive;
 pub mod dry_run;
+mod error;
 pub mod finish;
 mod live;
 pub mod merge;
 mod progress;
 pub mod serve;
+mod stopper;
 mod variants;
 mod watchdog;
+mod worker;
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
-
-use tokio::sync::watch;
 
 use crate::analysis::{RunStatus, Summary};
 use crate::clock::Clock;
 use crate::gate::Verdict;
-use crate::load::LoadError;
-use crate::mock::{MockError, MockOptions, MockPool};
+use crate::mock::{MockOptions, MockPool};
 use crate::run_folder::{RunFile, RunFolder};
 use crate::scenario::Scenario;
-use crate::sut::{self, SutError};
+use crate::sut;
 
 pub use abort::emergency_stop;
 use abort::{LastWords, aborted};
 use drive::{Plan, Started, start_and_drive};
+pub use error::RunError;
 pub use finish::{CompareError, Finished, check_compare_out, compare_runs, finish, gate_checks, refinish};
 pub use progress::ProgressMode;
+pub use stopper::Stopper;
 pub use variants::{VariantsOutcome, run_variants};
-
-/// Why a run could not start or finish.
-#[derive(Debug, thiserror::Error)]
-pub enum RunError {
-    /// The scenario has no `[load]`.
-    #[error("{0}: nothing to run: the scenario has no [load] section with phases or a sweep")]
-    NoLoad(String),
-    /// The mocks failed.
-    #[error("{0}")]
-    Mock(#[from] MockError),
-    /// The SUT failed to start or become ready.
-    #[error("{0}")]
-    Sut(#[from] SutError),
-    /// The load generator failed.
-    #[error("{0}")]
-    Load(#[from] LoadError),
-    /// The fault timeline was refused.
-    #[error("faults: {0}")]
-    Faults(String),
-    /// A file of the run folder.
-    #[error("run folder: {0}")]
-    Folder(#[from] crate::run_folder::FolderError),
-    /// The run folder could not be created where asked.
-    #[error("run folder {0}")]
-    Create(#[from] crate::run_folder::CreateError),
-    /// `--worker` asked for something one shard of a run cannot do.
-    #[error("{0}")]
-    Worker(String),
-    /// The run folder itself.
-    #[error("run folder {}: {source}", path.display())]
-    Io {
-        /// Which file or folder.
-        path: PathBuf,
-        /// Why.
-        #[source]
-        source: std::io::Error,
-    },
-}
-
-impl RunError {
-    /// Whether the problem is in what the user asked for (exit 2) rather than in running it.
-    pub fn is_usage(&self) -> bool {
-        matches!(
-            self,
-            Self::NoLoad(_)
-                | Self::Worker(_)
-                | Self::Sut(
-                    SutError::Placeholder(_)
-                        | SutError::Remote { .. }
-                        | SutError::Policy(_)
-                        | SutError::Gateway(crate::gateway::GatewayError::Upstream { .. })
-                )
-                | Self::Load(LoadError::Header { .. })
-                | Self::Create(
-                    crate::run_folder::CreateError::NotEmpty(_) | crate::run_folder::CreateError::NotAFolder(_)
-                )
-        )
-    }
-}
-
-/// Stops a run, remembering the first reason given.
-#[derive(Clone, Debug)]
-pub struct Stopper {
-    tx: Arc<watch::Sender<bool>>,
-    reason: Arc<Mutex<Option<String>>>,
-}
-
-impl Default for Stopper {
-    fn default() -> Self {
-        Self { tx: Arc::new(watch::channel(false).0), reason: Arc::new(Mutex::new(None)) }
-    }
-}
-
-impl Stopper {
-    /// Asks the run to stop (the first reason wins).
-    pub fn stop(&self, reason: impl Into<String>) {
-        let mut r = self.reason.lock().unwrap_or_else(|e| e.into_inner());
-        if r.is_none() {
-            *r = Some(reason.into());
-        }
-        let _ = self.tx.send(true);
-    }
-
-    /// The reason, once stopped.
-    pub fn reason(&self) -> Option<String> {
-        self.reason.lock().unwrap_or_else(|e| e.into_inner()).clone()
-    }
-
-    /// A receiver that turns true when the run should stop.
-    pub fn subscribe(&self) -> watch::Receiver<bool> {
-        self.tx.subscribe()
-    }
-}
+pub use worker::{SHARED_T0_US, WorkerOptions, shard_file, shared_clock, shared_mock_urls};
 
 /// How to run.
 #[derive(Clone, Debug)]
@@ -167,82 +78,6 @@ pub struct RunOptions {
     pub in_cluster: bool,
     /// The live page's state (`chaos run --serve`): the run feeds it as it goes.
     pub live: Option<Arc<serve::Live>>,
-}
-
-/// One shard of a run several processes generate on one clock (`chaos run --worker I/N
-/// --start-at TIME`).
-#[derive(Clone, Debug)]
-pub struct WorkerOptions {
-    /// Which share of the load.
-    pub shard: crate::record::Shard,
-    /// The shared start instant: the load's first stage starts here in every shard.
-    pub start_at: SystemTime,
-    /// The shared mock's first upstream (`http://HOST:PORT`; the scenario's other upstreams
-    /// on the ports after it, as `chaos mock --scenario` serves them). `None`: this worker
-    /// starts its own mocks, with the fault timeline on the shared clock.
-    pub mock: Option<String>,
-}
-
-/// Where the load starts on a sharded run's clock, µs: every shard's clock has its epoch one
-/// second before the shared start instant, so their records share one timeline.
-pub const SHARED_T0_US: u64 = 1_000_000;
-
-/// The run clock of a shard of a run starting at `start_at`.
-pub fn shared_clock(start_at: SystemTime) -> Option<Clock> {
-    Clock::at_wall(start_at.checked_sub(Duration::from_micros(SHARED_T0_US))?)
-}
-
-/// `shard.json` for a process of a sharded run, before it has measured anything.
-pub fn shard_file(
-    scenario: &Scenario,
-    role: crate::record::ShardRole,
-    shard: crate::record::Shard,
-    start_at: SystemTime,
-) -> crate::record::ShardFile {
-    crate::record::ShardFile {
-        role,
-        shard,
-        scenario_hash: scenario.fingerprint(),
-        scenario: scenario.name.clone(),
-        seed: scenario.seed,
-        start_at: humantime::format_rfc3339_millis(start_at).to_string(),
-        t0_us: SHARED_T0_US,
-        late_start_ms: 0.0,
-        finished: false,
-        abort_reason: None,
-        load_end_us: 0,
-        users: 0,
-        issued: 0,
-        lost_samples: 0,
-        hit_request_limit: false,
-        stages: Vec::new(),
-        shared_mock: false,
-        samples: None,
-        histograms: None,
-        attempts: None,
-    }
-}
-
-/// The upstream URLs of a shared mock whose first upstream is at `first` (`http://HOST:PORT`,
-/// an origin as [`crate::net::check_url`] reads it, with its port): the others on the
-/// following ports, in the scenario's order.
-pub fn shared_mock_urls(first: &str, names: &[String]) -> Result<Vec<(String, String)>, String> {
-    let bad = |why: String| format!("--mock `{first}`: {why} (the shared mock's first upstream, http://HOST:PORT)");
-    let url = crate::net::parse_http(first, crate::net::UrlShape::Origin).map_err(|rule| bad(rule.sentence()))?;
-    let (Some(host), Some(port)) = (url.host_str(), url.port()) else {
-        return Err(bad("expected a port".into()));
-    };
-    names
-        .iter()
-        .enumerate()
-        .map(|(i, n)| {
-            let p = u16::try_from(i)
-                .ok()
-                .and_then(|i| port.checked_add(i))
-                .ok_or_else(|| bad("port out of range".into()))?;
-            Ok((n.clone(), format!("http://{host}:{p}")))
-        })
-        .collect()
 }
 
 impl Default for RunOptions {
@@ -298,7 +133,7 @@ pub async fn run(scenario: &Scenario, options: &RunOptions, stopper: Stopper) ->
         allow_remote.extend(cluster_services(scenario, options));
     }
     if let Some(w) = &options.worker {
-        check_worker(scenario, w, &allow_remote)?;
+        worker::check_worker(scenario, w, &allow_remote)?;
     }
     sut::precheck(scenario.sut.as_ref(), &allow_remote)?;
     let exclusive = crate::load::exclusive().await;
@@ -331,12 +166,7 @@ pub async fn run(scenario: &Scenario, options: &RunOptions, stopper: Stopper) ->
     );
 
     let clock = match &options.worker {
-        Some(w) => {
-            let mut shard = shard_file(scenario, crate::record::ShardRole::Worker, w.shard, w.start_at);
-            shard.shared_mock = w.mock.is_some();
-            folder.write_json(RunFile::Shard, &shard)?;
-            shared_clock(w.start_at).ok_or_else(|| RunError::Worker("--start-at: too far in the past".into()))?
-        }
+        Some(w) => w.begin(scenario, &folder)?,
         None => Clock::start(),
     };
     // A worker of a shared mock starts none of its own.
@@ -425,37 +255,7 @@ pub async fn run(scenario: &Scenario, options: &RunOptions, stopper: Stopper) ->
         shared_mock: options.worker.as_ref().is_some_and(|w| w.mock.is_some()),
     };
     if let Some(w) = &options.worker {
-        // What this shard's generator counted, for `chaos merge`; written before the report,
-        // so a shard whose report fails still leaves its figures.
-        let mut shard = shard_file(scenario, crate::record::ShardRole::Worker, w.shard, w.start_at);
-        shard.shared_mock = w.mock.is_some();
-        // What its logs hold, so `chaos merge` can tell a log cut or emptied after the run.
-        shard.samples = Some(driven.written.samples);
-        shard.histograms = Some(driven.written.histograms);
-        shard.attempts = (w.mock.is_none() && attempts_read).then_some(attempts.len() as u64);
-        shard.late_start_ms = driven.late_start_ms;
-        shard.finished = true;
-        shard.abort_reason = reason;
-        shard.load_end_us = driven.load_end_us;
-        shard.users = driven.report.users as u64;
-        shard.issued = driven.report.issued;
-        shard.lost_samples = driven.report.lost_samples;
-        shard.hit_request_limit = driven.report.hit_request_limit;
-        shard.stages = driven
-            .report
-            .stages
-            .iter()
-            .map(|s| crate::record::ShardStage {
-                arrivals: s.arrivals,
-                claimed: s.claimed,
-                dropped: s.dropped,
-                missed: s.missed,
-                max_in_flight: s.max_in_flight,
-            })
-            .collect();
-        if let Err(e) = folder.write_json(RunFile::Shard, &shard) {
-            tracing::warn!("{e}");
-        }
+        w.finished(scenario, &folder, &driven, attempts_read.then_some(attempts.len() as u64), reason);
     }
     let base = base::measured(id, &measured);
     // A worker's numbers are its share: the gate judges the merged run (`chaos merge`), and a
@@ -508,27 +308,6 @@ fn run_view(scenario: &Scenario, run_id: &str, folder: &RunFolder, pool: &MockPo
         started: false,
         controls: false,
     }
-}
-
-/// Checks `--worker` before anything starts: the scenario can be sharded, and a shared mock
-/// is an origin on this machine or on a host `allow_remote` names (every URL the worker
-/// derives from it is checked too, as the gateway or the load would use it).
-fn check_worker(scenario: &Scenario, w: &WorkerOptions, allow_remote: &[String]) -> Result<(), RunError> {
-    if let Some(p) = scenario.shard_problem() {
-        return Err(RunError::Worker(format!("--worker: {p}")));
-    }
-    if let Some(m) = &w.mock {
-        let names: Vec<String> = scenario.upstreams.iter().map(|u| u.name.clone()).collect();
-        for (_, url) in shared_mock_urls(m, &names).map_err(RunError::Worker)? {
-            crate::net::check_url(&url, crate::net::UrlShape::Origin, allow_remote).map_err(|e| {
-                RunError::Worker(format!(
-                    "--mock `{m}`: {}; name the host in the scenario's allow_remote and with --allow-remote",
-                    e.rule.sentence()
-                ))
-            })?;
-        }
-    }
-    Ok(())
 }
 
 /// The in-cluster Services the scenario names (its SUT's host, the shared mock's): hosts that
