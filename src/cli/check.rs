@@ -5,8 +5,6 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use comfy_table::Table;
-
 use crate::analysis::{RunStatus, Summary};
 use crate::gate::{self, Verdict};
 use crate::run_folder::{RunFile, RunFolder};
@@ -107,16 +105,6 @@ fn comparable(run: &Summary, baseline: &Summary, path: &Path) -> Result<(), CliE
         .map_err(|why| CliError::Usage(format!("{}: not a comparable baseline: {why}", path.display())))
 }
 
-/// The verdict as a terminal table.
-pub(super) fn verdict_table(v: &Verdict) -> String {
-    let mut t = Table::new();
-    t.set_header(["", "check", "value", "expected", "why"]);
-    for row in crate::report::verdict_rows(v) {
-        t.add_row(row.iter().map(|c| crate::markup::plain(c)));
-    }
-    format!("{}\n{t}\n", if v.passed { "gate: PASSED" } else { "gate: FAILED" })
-}
-
 /// Exit 1 when a check failed.
 pub(super) fn exit_for(v: &Verdict, dir: &Path) -> Result<(), CliError> {
     if v.passed {
@@ -160,7 +148,7 @@ pub(super) fn run(args: &Args) -> Result<(), CliError> {
         .write(RunFile::Junit, crate::report::junit(&summary.scenario, &verdict).as_bytes())
         .map_err(|e| CliError::Io { context: "writing junit.xml".into(), source: std::io::Error::other(e) })?;
     let mut out = super::term::stdout();
-    out.write_all(verdict_table(&verdict).as_bytes())
+    out.write_all(crate::report::terminal::verdict_table(&verdict).as_bytes())
         .and_then(|()| out.flush())
         .map_err(|source| CliError::Io { context: "writing to stdout".into(), source })?;
     if summary.status == RunStatus::Aborted {

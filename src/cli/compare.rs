@@ -73,5 +73,9 @@ pub(super) fn run(args: &Args) -> Result<(), CliError> {
     };
     crate::experiment::check_compare_out(&out, &runs)?;
     let c = crate::experiment::compare_runs(&out, &runs)?;
-    super::run::print(&format!("{}comparison: {}\n", super::run::comparison_text(&c), out.join("report.md").display()))
+    super::run::print(&format!(
+        "{}comparison: {}\n",
+        crate::report::terminal::comparison(&c),
+        out.join("report.md").display()
+    ))
 }

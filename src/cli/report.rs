@@ -48,5 +48,9 @@ fn comparison(dir: &std::path::Path) -> Result<(), CliError> {
         crate::experiment::refinish(&RunFolder::open(r))?;
     }
     let c = crate::experiment::compare_runs(dir, &runs)?;
-    super::run::print(&format!("{}comparison: {}\n", super::run::comparison_text(&c), dir.join("report.md").display()))
+    super::run::print(&format!(
+        "{}comparison: {}\n",
+        crate::report::terminal::comparison(&c),
+        dir.join("report.md").display()
+    ))
 }

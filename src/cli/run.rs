@@ -5,11 +5,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use comfy_table::Table;
-
-use crate::analysis::{RunStatus, Summary};
+use crate::analysis::RunStatus;
 use crate::experiment::{self, ProgressMode, RunOptions, Stopper};
-use crate::markup::{plain, visible};
+use crate::report::terminal;
 use crate::scenario::Scenario;
 
 use super::CliError;
@@ -225,8 +223,8 @@ async fn linger(
 
 /// What a finished run prints (its table, headlines, findings and gate), and its exit code.
 pub(super) fn finished(outcome: &experiment::RunOutcome) -> Result<(), CliError> {
-    print(&render(&outcome.summary, &outcome.dir))?;
-    print(&ending(&outcome.summary, outcome.verdict.as_ref()))?;
+    print(&terminal::run(&outcome.summary, &outcome.dir))?;
+    print(&terminal::ending(&outcome.summary, outcome.verdict.as_ref()))?;
     exit_for(outcome)
 }
 
@@ -234,10 +232,10 @@ pub(super) fn finished(outcome: &experiment::RunOutcome) -> Result<(), CliError>
 async fn run_variants(scenario: &Scenario, options: &RunOptions, stopper: Stopper) -> Result<(), CliError> {
     let all = experiment::run_variants(scenario, options, stopper).await?;
     for (_, o) in &all.runs {
-        print(&render(&o.summary, &o.dir))?;
+        print(&terminal::run(&o.summary, &o.dir))?;
     }
     if let Some(c) = &all.comparison {
-        print(&comparison_text(c))?;
+        print(&terminal::comparison(c))?;
         print(&format!("comparison: {}\n", all.dir.join("report.md").display()))?;
     }
     if let Some(e) = &all.comparison_error {
@@ -272,76 +270,6 @@ fn exit_for(outcome: &experiment::RunOutcome) -> Result<(), CliError> {
     }
 }
 
-/// The end of a run's terminal output: its findings, then the gate verdict.
-fn ending(s: &Summary, verdict: Option<&crate::gate::Verdict>) -> String {
-    let mut out = findings_text(&s.findings);
-    match verdict {
-        Some(v) => out.push_str(&super::check::verdict_table(v)),
-        None if s.generator.shard.is_some() => {
-            out.push_str("gate: applied to the merged run by `chaos merge`, not to one worker's share\n");
-        }
-        None => out.push_str("gate: none (the scenario has no [[gate]] checks)\n"),
-    }
-    out
-}
-
-/// Findings as plain lines for a terminal.
-fn findings_text(findings: &[crate::analysis::findings::Finding]) -> String {
-    if findings.is_empty() {
-        return "findings: none crossed its threshold\n".into();
-    }
-    let mut out = format!("findings ({}):\n", findings.len());
-    for f in findings {
-        let tag = crate::scenario::wire_name(&f.severity);
-        out.push_str(&format!(
-            "- [{tag}] {}\n  change: {} (gate metric: {})\n",
-            plain(&f.what),
-            plain(&f.change),
-            f.metric
-        ));
-    }
-    out
-}
-
-/// The comparison for a terminal: the whole-run table, then each variant's findings and gate.
-pub(super) fn comparison_text(c: &crate::gate::compare::Comparison) -> String {
-    let mut t = Table::new();
-    let mut header = vec!["metric".to_string()];
-    header.extend(c.runs.iter().map(|r| visible(&r.name)));
-    header.push("change".into());
-    t.set_header(header);
-    for r in c.rows.iter().filter(|r| r.phase.is_none()) {
-        let label = match crate::gate::compare::part_of(&r.metric) {
-            Some(whole) => format!("{} (part of {whole})", r.metric),
-            None => r.metric.clone(),
-        };
-        let mut row = vec![visible(&label)];
-        row.extend(r.shown.iter().map(|v| visible(v)));
-        row.push(visible(&r.change));
-        t.add_row(row);
-    }
-    let mut out = format!(
-        "\n{} — {} side by side (seed {}, time scale {})\n{t}\n",
-        c.scenario,
-        c.runs.iter().map(|r| r.name.as_str()).collect::<Vec<_>>().join(" vs "),
-        c.seed,
-        c.time_scale
-    );
-    if !c.verdict.is_empty() {
-        out.push_str(&format!("{}\n", plain(&c.verdict.join(" "))));
-    }
-    for r in &c.runs {
-        let gate = match r.gate_passed {
-            None => "no gate".to_string(),
-            Some(true) => "gate PASSED".into(),
-            Some(false) => format!("gate FAILED: {}", r.gate_failed.join(", ")),
-        };
-        out.push_str(&format!("\n{} — {gate}\n", r.name));
-        out.push_str(&findings_text(&r.findings));
-    }
-    out
-}
-
 /// Ctrl-C (and SIGTERM) stop the run and still write its folder; a second one (GNU `timeout`
 /// sends two at once) kills what the run started, leaves an aborted summary and exits.
 /// Installed through `ctrlc` before goose starts, so goose's own handler (which would exit on
@@ -374,35 +302,4 @@ pub(super) fn print(text: &str) -> Result<(), CliError> {
     out.write_all(text.as_bytes())
         .and_then(|()| out.flush())
         .map_err(|source| CliError::Io { context: "writing to stdout".into(), source })
-}
-
-/// The result as a table (the columns of report.md's stage table), then where the folder is.
-fn render(s: &Summary, dir: &std::path::Path) -> String {
-    let (header, rows) = crate::report::stage_table(s);
-    let mut t = Table::new();
-    t.set_header(header);
-    for row in rows {
-        t.add_row(row.iter().map(|c| plain(c)));
-    }
-    let status = match s.status {
-        RunStatus::Completed => "completed".to_string(),
-        RunStatus::Aborted => format!("ABORTED: {}", s.abort_reason.as_deref().unwrap_or("")),
-    };
-    let read: String = s.story.iter().map(|l| format!("{}\n", plain(l))).collect();
-    let mut headlines: String = crate::report::headlines(s).iter().map(|l| format!("- {}\n", plain(l))).collect();
-    if let Some(shard) = &s.generator.shard {
-        headlines.insert_str(
-            0,
-            &format!("- worker {shard} of a sharded run: these numbers are its share only (with a shared mock, its upstream attempts are in the mock's folder); `chaos merge` the workers' folders for the run's\n"),
-        );
-    }
-    format!(
-        "{} — {status}, {:.1} s, {} requests, {} upstream attempts\nsut: {}\n{read}{t}\n{headlines}run folder: {}\n",
-        s.scenario,
-        s.duration_s,
-        s.totals.requests,
-        s.totals.upstream_attempts,
-        s.sut,
-        dir.display()
-    )
 }

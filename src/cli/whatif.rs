@@ -6,7 +6,6 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use crate::analysis::RunData;
-use crate::analysis::policy_outcomes::{Outcomes, WhatIf};
 use crate::gateway::GatewayConfig;
 use crate::located::Source;
 use crate::run_folder::{RunFile, RunFolder};
@@ -64,7 +63,7 @@ pub(super) fn run(args: &Args) -> Result<(), CliError> {
         let sim_s = started.elapsed().as_secs_f64();
         folder.write_json(RunFile::WhatIf, &w).map_err(|e| CliError::Report(crate::report::ReportError::Write(e)))?;
         crate::experiment::refinish(&folder)?;
-        out.push_str(&text(dir, &w, read_s, sim_s));
+        out.push_str(&crate::report::terminal::whatif(dir, &w, read_s, sim_s));
         let _ = writeln!(out, "report: {}\n", folder.path(RunFile::ReportMd).display());
     }
     if runs.len() > 1 || runs.first().is_some_and(|r| r != &args.run_dir) {
@@ -85,72 +84,4 @@ fn read(folder: &RunFolder) -> Result<(Scenario, RunData), CliError> {
     })?;
     let data = RunData::load(folder).map_err(read)?;
     Ok((scenario, data))
-}
-
-/// The terminal's table.
-fn text(dir: &std::path::Path, w: &WhatIf, read_s: f64, sim_s: f64) -> String {
-    let mut out = format!(
-        "{}: what if — {} policies simulated in {sim_s:.2} s (reading the run: {read_s:.2} s)\n",
-        dir.display(),
-        w.policies.len()
-    );
-    let verdict = if w.calibration.calibrated { "calibrated" } else { "UNCALIBRATED" };
-    let _ = writeln!(out, "{verdict}: `{}` ({}) simulated against the run:", w.ran, w.ran_source);
-    for c in &w.calibration.checks {
-        let _ = writeln!(
-            out,
-            "  {:<26} measured {:>9}  simulated {:>9}  {} {}",
-            c.metric,
-            num(c.measured),
-            num(c.simulated),
-            if c.ok { "ok  " } else { "MISS" },
-            c.tolerance
-        );
-    }
-    for n in &w.inferred {
-        let _ = writeln!(out, "  inferred {n}");
-    }
-    let _ = writeln!(
-        out,
-        "  {:<24} {:>6} {:>7} {:>7} {:>7} {:>9} {:>9} {:>6} {:>9}",
-        "policy", "A", "worst A", "errors", "valid", "p95 ms", "p99 ms", "peak", "recovery"
-    );
-    let row = |out: &mut String, name: &str, o: &Outcomes| {
-        let _ = writeln!(
-            out,
-            "  {:<24} {:>6.2} {:>7} {:>6.1}% {:>6.1}% {:>9} {:>9} {:>6} {:>9}",
-            name,
-            o.amplification,
-            num(o.max_window),
-            o.error_rate * 100.0,
-            o.valid_rate * 100.0,
-            num(o.p95_ms),
-            num(o.p99_ms),
-            o.peak_in_flight,
-            recovery(o)
-        );
-    };
-    row(&mut out, "measured", &w.measured);
-    for p in &w.policies {
-        let name = if p.source == "ran" { format!("{} (simulated)", p.name) } else { p.name.clone() };
-        row(&mut out, &name, &p.outcomes);
-    }
-    out
-}
-
-fn recovery(o: &Outcomes) -> String {
-    match (o.recovered, o.recovery_s) {
-        (None, _) => "—".into(),
-        (Some(_), Some(s)) => format!("{s:.1} s"),
-        (Some(_), None) => "never".into(),
-    }
-}
-
-/// A number for the table: two decimals below 10, none above; `—` when absent.
-fn num(v: Option<f64>) -> String {
-    match v {
-        None => "—".into(),
-        Some(x) if x.abs() < 10.0 => format!("{x:.2}"),
-        Some(x) => format!("{x:.0}"),
-    }
 }

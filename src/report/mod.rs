@@ -1,8 +1,9 @@
 //! Rendering a finished run: `summary.json` (the analysed numbers and the gate verdict),
 //! `report.md` (headline verdicts first, for CI job summaries and PR comments), `report.html`
-//! (one self-contained file with the charts inlined), `charts/*.svg|png` and `junit.xml`.
+//! (one self-contained file with the charts inlined), `charts/*.svg|png`, `junit.xml`, and
+//! the terminal's text ([`terminal`]).
 //!
-//! Layer 5: renders a [`Summary`], a [`Verdict`] and the analysed [`Series`]; it computes no
+//! Layer 7: renders a [`Summary`], a [`Verdict`] and the analysed [`Series`]; it computes no
 //! statistic, judges nothing and reads no raw record. It must not depend on `experiment` or
 //! `cli`.
 
@@ -12,6 +13,7 @@ pub mod compare;
 pub mod doc;
 mod junit;
 mod sections;
+pub mod terminal;
 mod text;
 
 use schemars::JsonSchema;
