@@ -132,11 +132,11 @@ impl StageRecord {
 
 pub use crate::record::{WindowLatency, WindowSummary};
 
-mod check;
+mod recount;
 mod shards;
 mod wire;
 
-pub use check::check_stages;
+pub use recount::check_stages;
 pub use shards::{HistogramLine, StageHistograms, UnpackError, WindowHistograms, merge_stages, merge_windows};
 
 #[derive(Clone, Debug)]

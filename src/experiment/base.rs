@@ -88,6 +88,57 @@ pub(super) struct Measured<'a> {
     pub shared_mock: bool,
 }
 
+/// What one process has measured so far: the recorder's stage records, the generator's report,
+/// and how late a shard's generator started. The run adds to it segment by segment and hands it
+/// on when the load ends; [`Tally::measured`] is the one place a process's [`Measured`] is put
+/// together, for the live summary while it goes and for the final one.
+#[derive(Debug)]
+pub(super) struct Tally {
+    /// One record per stage, from the recorder.
+    pub records: Vec<StageRecord>,
+    /// The generator's report, summed over the segments.
+    pub report: LoadReport,
+    /// A shard's generator that started after the shared start: by how much, ms.
+    pub late_start_ms: f64,
+}
+
+impl Default for Tally {
+    fn default() -> Self {
+        Self {
+            records: Vec::new(),
+            report: LoadReport { stages: Vec::new(), users: 0, lost_samples: 0, issued: 0, hit_request_limit: false },
+            late_start_ms: 0.0,
+        }
+    }
+}
+
+impl Tally {
+    /// This process's figures for the summary: `load` as it ran, the mock's `attempts`, the load
+    /// from `t0_us` to `load_end_us`, why it stopped early, and whether it is one shard.
+    pub(super) fn measured<'a>(
+        &'a self,
+        load: &'a Load,
+        attempts: &'a [Attempt],
+        (t0_us, load_end_us): (u64, u64),
+        reason: Option<String>,
+        worker: Option<&super::WorkerOptions>,
+    ) -> Measured<'a> {
+        Measured {
+            load,
+            records: &self.records,
+            report: &self.report,
+            attempts,
+            t0_us,
+            load_end_us,
+            reason,
+            workers: 1,
+            late_start_ms: self.late_start_ms,
+            shard: worker.map(|w| w.shard),
+            shared_mock: worker.is_some_and(|w| w.mock.is_some()),
+        }
+    }
+}
+
 /// The measured summary: stages, totals, generator; the analysis sections stay empty.
 pub(super) fn measured(id: RunIdentity, m: &Measured<'_>) -> Summary {
     let us = |d: crate::duration::Duration| u64::try_from(d.as_std().as_micros()).unwrap_or(u64::MAX);

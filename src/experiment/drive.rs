@@ -9,9 +9,9 @@ use tokio::sync::mpsc;
 
 use super::serve::hub::MockControl;
 use super::{LEAD, RunError, RunOptions, Stopper, base, cell_watch, io, live, progress, watchdog};
-use crate::analysis::{Recorder, StageRecord};
+use crate::analysis::Recorder;
 use crate::clock::Clock;
-use crate::load::{self, LoadConfig, LoadReport};
+use crate::load::{self, LoadConfig};
 use crate::mock::MockPool;
 use crate::run_folder::{RunFile, RunFolder};
 use crate::scenario::{Load, NamedFault, Scenario, Stage};
@@ -66,9 +66,8 @@ pub(super) struct Driven {
     /// Every stage run, in order: the scenario's own, then those laid out while the run went
     /// (verification, probe cells).
     pub(super) stages: Vec<Stage>,
-    /// One record per stage.
-    pub(super) records: Vec<StageRecord>,
-    pub(super) report: LoadReport,
+    /// What the generator and the recorder measured.
+    pub(super) tally: base::Tally,
     /// Faults placed while the run went (verification and probe triggers), `start` from `t0`.
     pub(super) faults: Vec<NamedFault>,
     /// The knee the probe's loads were fractions of, when it ran.
@@ -76,8 +75,6 @@ pub(super) struct Driven {
     pub(super) t0_us: u64,
     pub(super) load_end_us: u64,
     pub(super) target: String,
-    /// A shard's generator that started after the shared start: by how much, ms.
-    pub(super) late_start_ms: f64,
     /// Lines the sample and histogram logs hold.
     pub(super) written: Written,
 }
@@ -175,17 +172,15 @@ pub(super) async fn start_and_drive(
         counters: Arc::default(),
         outputs: Some(outputs),
         stages: Vec::new(),
-        records: Vec::new(),
-        report: LoadReport { stages: Vec::new(), users: 0, lost_samples: 0, issued: 0, hit_request_limit: false },
+        tally: base::Tally::default(),
         faults: Vec::new(),
         probe_knee_rps: None,
-        late_start_ms: 0.0,
     };
     let own = plan.load.stages.clone();
     if !own.is_empty() {
         run.drive(own).await?;
     }
-    super::capacity::follow_up(&mut run).await?;
+    super::follow_up::follow_up(&mut run).await?;
     let load_end_us = plan.clock.now_us();
     let written = run.outputs.as_ref().map_or_else(Written::default, |o| Written {
         samples: o.samples.lines(),
@@ -194,14 +189,12 @@ pub(super) async fn start_and_drive(
     Ok(Driven {
         written,
         stages: run.stages,
-        records: run.records,
-        report: run.report,
+        tally: run.tally,
         faults: run.faults,
         probe_knee_rps: run.probe_knee_rps,
         t0_us,
         load_end_us,
         target: run.target,
-        late_start_ms: run.late_start_ms,
     })
 }
 
@@ -223,12 +216,11 @@ pub(super) struct Segments<'a> {
     outputs: Option<live::Outputs>,
     /// Every stage laid out so far.
     pub(super) stages: Vec<Stage>,
-    records: Vec<StageRecord>,
-    report: LoadReport,
+    /// What the segments so far measured.
+    tally: base::Tally,
     /// Faults placed so far.
     pub(super) faults: Vec<NamedFault>,
     pub(super) probe_knee_rps: Option<f64>,
-    late_start_ms: f64,
 }
 
 impl Segments<'_> {
@@ -273,22 +265,14 @@ impl Segments<'_> {
         let id = base::identity(&scenario, self.plan.run_id, self.plan.started_at, &self.target, "");
         let load = scenario.load.clone().unwrap_or_else(|| self.plan.load.clone());
         let attempts = self.plan.folder.attempts().unwrap_or_default();
-        base::measured(
-            id,
-            &base::Measured {
-                load: &load,
-                records: &self.records,
-                report: &self.report,
-                attempts: &attempts,
-                t0_us: self.t0_us,
-                load_end_us: self.plan.clock.now_us(),
-                reason: None,
-                workers: 1,
-                late_start_ms: self.late_start_ms,
-                shard: self.plan.options.worker.as_ref().map(|w| w.shard),
-                shared_mock: self.plan.options.worker.as_ref().is_some_and(|w| w.mock.is_some()),
-            },
-        )
+        let measured = self.tally.measured(
+            &load,
+            &attempts,
+            (self.t0_us, self.plan.clock.now_us()),
+            None,
+            self.plan.options.worker.as_ref(),
+        );
+        base::measured(id, &measured)
     }
 
     /// Drives `stages` (appended to the run's) while the consumers record, the watchdog
@@ -372,10 +356,10 @@ impl Segments<'_> {
         let now = clock.now_us();
         let skip_before_us = if worker.is_some() && now > t0_us { now } else { 0 };
         if skip_before_us > 0 {
-            self.late_start_ms = (now - t0_us) as f64 / 1000.0;
+            self.tally.late_start_ms = (now - t0_us) as f64 / 1000.0;
             tracing::warn!(
                 "worker {shard} started {:.0} ms after the shared start: the arrivals before now are skipped and counted as missed",
-                self.late_start_ms
+                self.tally.late_start_ms
             );
         }
         let cfg = LoadConfig {
@@ -385,7 +369,7 @@ impl Segments<'_> {
             clock,
             t0_us,
             max_requests: shard.share(scenario.limits.max_requests),
-            first_id: self.report.issued,
+            first_id: self.tally.report.issued,
             cutoff: Some(cutoff.clone()),
             shard,
             skip_before_us,
@@ -404,20 +388,20 @@ impl Segments<'_> {
         self.outputs = Some(outputs);
         let report = report?;
         // This segment's stages take their records and schedule figures from it.
-        self.records.extend(records.into_iter().skip(first));
-        self.report.stages.extend(report.stages.into_iter().skip(first));
-        self.report.users = self.report.users.max(report.users);
-        self.report.lost_samples += report.lost_samples;
-        self.report.issued += report.issued;
-        self.report.hit_request_limit |= report.hit_request_limit;
+        self.tally.records.extend(records.into_iter().skip(first));
+        self.tally.report.stages.extend(report.stages.into_iter().skip(first));
+        self.tally.report.users = self.tally.report.users.max(report.users);
+        self.tally.report.lost_samples += report.lost_samples;
+        self.tally.report.issued += report.issued;
+        self.tally.report.hit_request_limit |= report.hit_request_limit;
         // Ended early: the stage it ended in is cut there, the ones after it never ran.
         let cut = cutoff.load(std::sync::atomic::Ordering::Relaxed);
         if cut != u64::MAX {
             let at = crate::scenario::Duration(Duration::from_micros(cut.saturating_sub(self.t0_us)));
             let keep = self.stages.iter().position(|s| s.start >= at).unwrap_or(self.stages.len()).max(first);
             self.stages.truncate(keep);
-            self.records.truncate(keep);
-            self.report.stages.truncate(keep);
+            self.tally.records.truncate(keep);
+            self.tally.report.stages.truncate(keep);
             if let Some(last) = self.stages.last_mut().filter(|s| s.end() > at) {
                 last.duration = crate::scenario::Duration(at.as_std().saturating_sub(last.start.as_std()));
             }

@@ -14,12 +14,12 @@
 
 mod abort;
 mod base;
-mod capacity;
 mod cell_watch;
 mod drive;
 pub mod dry_run;
 mod error;
 pub mod finish;
+mod follow_up;
 mod live;
 pub mod merge;
 mod progress;
@@ -221,7 +221,7 @@ pub async fn run(scenario: &Scenario, options: &RunOptions, stopper: Stopper) ->
         tracing::warn!("{e}");
         reason.get_or_insert_with(|| format!("cannot write the run folder: {e}"));
     }
-    if reason.is_none() && driven.report.hit_request_limit {
+    if reason.is_none() && driven.tally.report.hit_request_limit {
         reason = Some(format!("limits.max_requests ({}) reached", scenario.limits.max_requests));
     }
     let (attempts, attempts_read) = match folder.attempts() {
@@ -241,19 +241,13 @@ pub async fn run(scenario: &Scenario, options: &RunOptions, stopper: Stopper) ->
     }
     let load = ran.load.clone().unwrap_or(load);
     let id = base::identity(&ran, &run_id, started_at, &driven.target, &sut_description);
-    let measured = base::Measured {
-        load: &load,
-        records: &driven.records,
-        report: &driven.report,
-        attempts: &attempts,
-        t0_us: driven.t0_us,
-        load_end_us: driven.load_end_us,
-        reason: reason.clone(),
-        workers: 1,
-        late_start_ms: driven.late_start_ms,
-        shard: options.worker.as_ref().map(|w| w.shard),
-        shared_mock: options.worker.as_ref().is_some_and(|w| w.mock.is_some()),
-    };
+    let measured = driven.tally.measured(
+        &load,
+        &attempts,
+        (driven.t0_us, driven.load_end_us),
+        reason.clone(),
+        options.worker.as_ref(),
+    );
     if let Some(w) = &options.worker {
         w.finished(scenario, &folder, &driven, attempts_read.then_some(attempts.len() as u64), reason);
     }

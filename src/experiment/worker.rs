@@ -59,15 +59,16 @@ impl WorkerOptions {
         shard.samples = Some(driven.written.samples);
         shard.histograms = Some(driven.written.histograms);
         shard.attempts = attempts.filter(|_| self.mock.is_none());
-        shard.late_start_ms = driven.late_start_ms;
+        shard.late_start_ms = driven.tally.late_start_ms;
         shard.finished = true;
         shard.abort_reason = reason;
         shard.load_end_us = driven.load_end_us;
-        shard.users = driven.report.users as u64;
-        shard.issued = driven.report.issued;
-        shard.lost_samples = driven.report.lost_samples;
-        shard.hit_request_limit = driven.report.hit_request_limit;
+        shard.users = driven.tally.report.users as u64;
+        shard.issued = driven.tally.report.issued;
+        shard.lost_samples = driven.tally.report.lost_samples;
+        shard.hit_request_limit = driven.tally.report.hit_request_limit;
         shard.stages = driven
+            .tally
             .report
             .stages
             .iter()

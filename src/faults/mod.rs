@@ -1,7 +1,7 @@
 //! The fault engine: what goes wrong, when, and for which requests.
 //!
 //! Pure decisions only — (timeline, request facts, time, the request's seeded RNG) → a
-//! [`Verdict`] — with no sleeping and no sockets; the mock carries verdicts out. One fault kind
+//! [`Ruling`] — with no sleeping and no sockets; the mock carries rulings out. One fault kind
 //! per file, each with its fields, validation and effect. Every fault shares one envelope
 //! (name, start, duration, ramp, probability, match) and faults stack in timeline order:
 //! latency effects compound, rate limits take the lowest, the first terminal action wins.
@@ -21,10 +21,10 @@ pub mod network;
 pub mod outage;
 pub mod rate_limit;
 pub mod reset;
+mod ruling;
 pub mod status;
 mod timeline;
 pub mod ttl_expiry;
-mod verdict;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -38,11 +38,11 @@ pub use network::{NetworkFault, NetworkFaultError};
 pub use outage::OutageFault;
 pub use rate_limit::{RateLimitFault, effective_limit};
 pub use reset::{ResetFault, ResetWhen};
+use ruling::Effect;
+pub use ruling::{Action, Applied, HEADER_FAULT, RateOverride, Ruling};
 pub use status::{RetryAfter, StatusFault};
 pub use timeline::{Entry, Timeline};
 pub use ttl_expiry::{FlushHook, TtlExpiryFault};
-use verdict::Effect;
-pub use verdict::{Action, Applied, HEADER_FAULT, RateOverride, Verdict};
 
 use crate::duration::Duration;
 

@@ -34,7 +34,7 @@ fn status(code: u16, start: u64, duration: u64) -> Fault {
     })
 }
 
-fn decide(t: &Timeline, f: &RequestFacts<'_>, t_us: u64, index: u64) -> Verdict {
+fn decide(t: &Timeline, f: &RequestFacts<'_>, t_us: u64, index: u64) -> Ruling {
     t.decide(f, t_us, &mut rng_for(1, 2, index), None)
 }
 

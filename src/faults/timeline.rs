@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use rand::RngExt;
 
-use super::{Fault, Match, RequestFacts, Verdict, Window};
+use super::{Fault, Match, RequestFacts, Ruling, Window};
 use crate::duration::Duration;
 use crate::seed::DecisionRng;
 
@@ -95,8 +95,8 @@ impl Timeline {
     /// Decides what happens to a request with `facts` arriving at `t_us`, drawing from `rng`
     /// (the request's own fault RNG). `extra` is a per-request fault (the `x-chaos-fault`
     /// header), evaluated before the timeline.
-    pub fn decide(&self, facts: &RequestFacts<'_>, t_us: u64, rng: &mut DecisionRng, extra: Option<&Entry>) -> Verdict {
-        let mut verdict = Verdict::default();
+    pub fn decide(&self, facts: &RequestFacts<'_>, t_us: u64, rng: &mut DecisionRng, extra: Option<&Entry>) -> Ruling {
+        let mut ruling = Ruling::default();
         let positioned = extra
             .map(|e| (None, e))
             .into_iter()
@@ -115,14 +115,14 @@ impl Timeline {
                 continue;
             }
             if let Some(effect) = entry.fault.effect(strength, draw, &entry.window) {
-                let before = verdict.applied.len();
-                verdict.apply(&entry.name, position, effect);
-                if verdict.applied.len() > before {
+                let before = ruling.applied.len();
+                ruling.apply(&entry.name, position, effect);
+                if ruling.applied.len() > before {
                     entry.hits.fetch_add(1, Ordering::Relaxed);
                 }
             }
         }
-        verdict
+        ruling
     }
 
     /// The outage fault keeping `upstream` down at `t_us` (if any), and when that next changes.

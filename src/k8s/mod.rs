@@ -23,7 +23,7 @@
 //! renders text; must not depend on `experiment`, `cli` or anything that runs. `cli` parses
 //! the flags into [`RenderArgs`] and prints what [`render`] returns.
 
-mod check;
+mod flags;
 mod manifests;
 mod yaml;
 
@@ -104,7 +104,7 @@ pub fn render(args: &RenderArgs, now: SystemTime) -> Result<String, K8sError> {
     if !(args.time_scale > 0.0 && args.time_scale.is_finite()) {
         return Err(K8sError::Usage(format!("--time-scale {}: expected a number > 0", args.time_scale)));
     }
-    check::flags(args)?;
+    flags::check(args)?;
     let mut scenario = Scenario::load(&args.scenario)?.scaled(args.time_scale);
     if let Some(v) = &args.variant {
         scenario = scenario.variant_named(v).map_err(K8sError::Usage)?.clone();

@@ -89,7 +89,7 @@ fn names_are_dns_labels() {
     assert_ne!(changed, dns_name("chaos-slow-upstream"));
     assert_ne!(dns_name("chaos-😀"), dns_name("chaos-😁"));
     for n in [dns_name(&"x".repeat(80)), dns_name(&"x".repeat(81)), dns_name("chaos-😀"), dns_name("chaos-x-")] {
-        assert!(n.len() <= 40 && check::dns_label(&format!("{n}-workers")), "{n}");
+        assert!(n.len() <= 40 && flags::dns_label(&format!("{n}-workers")), "{n}");
     }
     assert_ne!(dns_name(&"x".repeat(80)), dns_name(&"x".repeat(81)));
     assert_eq!(config_key("scenarios/a b.toml"), "scenarios_a_b.toml");
@@ -143,9 +143,9 @@ fn an_invalid_namespace_or_quantity_is_refused_naming_the_flag() {
     assert!(refused(&|a| a.storage = "-5Gi".into()).starts_with("--storage \"-5Gi\""));
     assert!(refused(&|a| a.storage_class = Some("Fast SSD".into())).starts_with("--storage-class"));
     for good in ["500m", "2", "1.5", ".5", "2Gi", "512Mi", "1G", "1e3", "1E", "100k", "+1"] {
-        assert!(check::quantity(good), "{good}");
+        assert!(flags::quantity(good), "{good}");
     }
     for bad in ["", "m", "1.5.5", "1Gb", "1 Gi", "1e", "0x10", "1KI", "e3", "-1"] {
-        assert!(!check::quantity(bad), "{bad}");
+        assert!(!flags::quantity(bad), "{bad}");
     }
 }

@@ -10,7 +10,7 @@ use std::time::Instant;
 use bytes::{Buf, BytesMut};
 
 use crate::record::Outcome;
-use crate::scenario::load::{Api, FallbackMatch};
+use crate::scenario::workload::{Api, FallbackMatch};
 
 /// What reading one answer found.
 #[derive(Debug, Default)]

@@ -33,7 +33,7 @@ pub use schedule::{LiveCounters, Schedule, StageSchedule, Ticket};
 
 use crate::clock::Clock;
 use crate::scenario::Load;
-use crate::scenario::load::Api;
+use crate::scenario::workload::Api;
 
 /// Why the load could not run.
 #[derive(Debug, thiserror::Error)]

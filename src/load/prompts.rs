@@ -8,7 +8,7 @@
 use rand::RngExt;
 use rand_distr::{Distribution as _, Zipf};
 
-use crate::scenario::load::{Api, PromptSet};
+use crate::scenario::workload::{Api, PromptSet};
 use crate::scenario::{KeyDistribution, Load, RequestIdMode};
 use crate::seed::{rng_for, stream_key};
 use crate::words::Words;

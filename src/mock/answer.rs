@@ -76,15 +76,10 @@ pub(crate) async fn serve_chat(
     let facts = RequestFacts { upstream: &state.name, path: api.path(), model: Some(&req.model), stream: req.stream };
     // Only what is needed after the awaits below is kept: the request's state machine stays small.
     let (plan, action, rate_limits, expires_us) = {
-        let mut verdict = state.decide(&facts, guard.t_us(), index, extra.as_deref());
+        let mut ruling = state.decide(&facts, guard.t_us(), index, extra.as_deref());
         drop(extra);
-        guard.note(&mut verdict);
-        (
-            decide::shaped(plan, &verdict),
-            verdict.action,
-            std::mem::take(&mut verdict.rate_limits),
-            verdict.cache_expires_us,
-        )
+        guard.note(&mut ruling);
+        (decide::shaped(plan, &ruling), ruling.action, std::mem::take(&mut ruling.rate_limits), ruling.cache_expires_us)
     };
     let mut guard = match at_the_edge(guard, &action, flavor, conn.as_ref(), req.stream) {
         Edge::Continue(guard) => guard,
@@ -156,15 +151,10 @@ pub(crate) async fn serve_embeddings(
     let facts =
         RequestFacts { upstream: &state.name, path: Api::Embeddings.path(), model: Some(&req.model), stream: false };
     let (plan, action, rate_limits, expires_us) = {
-        let mut verdict = state.decide(&facts, guard.t_us(), index, extra.as_deref());
+        let mut ruling = state.decide(&facts, guard.t_us(), index, extra.as_deref());
         drop(extra);
-        guard.note(&mut verdict);
-        (
-            decide::shaped(plan, &verdict),
-            verdict.action,
-            std::mem::take(&mut verdict.rate_limits),
-            verdict.cache_expires_us,
-        )
+        guard.note(&mut ruling);
+        (decide::shaped(plan, &ruling), ruling.action, std::mem::take(&mut ruling.rate_limits), ruling.cache_expires_us)
     };
     let mut guard = match at_the_edge(guard, &action, flavor, conn.as_ref(), false) {
         Edge::Continue(guard) => guard,
@@ -314,7 +304,7 @@ fn complete_body(
     }
 }
 
-/// How a finished body is to be sent: what the verdict said, and the headers it carries.
+/// How a finished body is to be sent: what the ruling said, and the headers it carries.
 struct Delivery<'a> {
     action: &'a Action,
     expires_us: Option<u64>,
@@ -330,7 +320,7 @@ fn bad_request(guard: &mut AttemptGuard, bad: request::BadRequest, flavor: Flavo
     refuse(guard, Decision::BadRequest, ProviderError::new(400, bad.message).param(bad.param), flavor)
 }
 
-/// Sends a finished JSON body the way the verdict says: whole, cut, stalled, dripped or reset.
+/// Sends a finished JSON body the way the ruling says: whole, cut, stalled, dripped or reset.
 fn deliver(guard: AttemptGuard, body: Bytes, conn: Option<Arc<ConnCtl>>, d: &Delivery<'_>) -> Response<MockBody> {
     let Delivery { action, expires_us, flavor, ids, limits, tokens } = *d;
     let state = guard.state().clone();

@@ -15,7 +15,7 @@ use super::request::Api;
 use super::slots::Slots;
 use super::timeline::LiveTimeline;
 use crate::clock::Clock;
-use crate::faults::{Entry, RequestFacts, Verdict};
+use crate::faults::{Entry, RequestFacts, Ruling};
 use crate::provider::LatencyModel;
 use crate::provider::RateLimiter;
 use crate::scenario::Profile;
@@ -123,14 +123,14 @@ impl UpstreamState {
     }
 
     /// What the fault timeline (and a per-request fault, if any) decides for a request.
-    pub(crate) fn decide(&self, facts: &RequestFacts<'_>, t_us: u64, index: u64, extra: Option<&Entry>) -> Verdict {
+    pub(crate) fn decide(&self, facts: &RequestFacts<'_>, t_us: u64, index: u64, extra: Option<&Entry>) -> Ruling {
         let timeline = self.shared.timeline.snapshot();
-        let mut verdict =
-            crate::provider::decide::verdict(&timeline, facts, t_us, (self.shared.seed, self.stream_key, index), extra);
-        if !verdict.is_clean() {
-            verdict.applied.attach(timeline);
+        let mut ruling =
+            crate::provider::decide::ruling(&timeline, facts, t_us, (self.shared.seed, self.stream_key, index), extra);
+        if !ruling.is_clean() {
+            ruling.applied.attach(timeline);
         }
-        verdict
+        ruling
     }
 }
 
@@ -204,11 +204,11 @@ impl AttemptGuard {
     }
 
     /// Records which faults applied.
-    pub(crate) fn note(&mut self, verdict: &mut Verdict) {
-        if !verdict.is_clean() {
+    pub(crate) fn note(&mut self, ruling: &mut Ruling) {
+        if !ruling.is_clean() {
             let a = self.attempt();
-            a.faults = std::mem::take(&mut verdict.applied);
-            a.cache_expires_us = verdict.cache_expires_us;
+            a.faults = std::mem::take(&mut ruling.applied);
+            a.cache_expires_us = ruling.cache_expires_us;
         }
     }
 

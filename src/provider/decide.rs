@@ -1,4 +1,4 @@
-//! What the provider does with one attempt, from its seeded draws and the fault verdict: the
+//! What the provider does with one attempt, from its seeded draws and the fault ruling: the
 //! plan as the faults leave it, what happens before any capacity is used, the limits in force,
 //! and what the attempt is recorded as. The mock serves these answers; the what-if simulates
 //! them; neither derives them again.
@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use super::latency_model::{LatencyModel, Plan};
 use crate::duration::mul_saturating;
-use crate::faults::{Action, Entry, HangMode, MalformedMode, RateOverride, RequestFacts, ResetWhen, Timeline, Verdict};
+use crate::faults::{Action, Entry, HangMode, MalformedMode, RateOverride, RequestFacts, ResetWhen, Ruling, Timeline};
 use crate::record::Decision;
 use crate::seed::{FAULT_STREAM, rng_for};
 
@@ -19,29 +19,29 @@ pub fn plan(model: &LatencyModel, seed: u64, key: u64, index: u64, max_tokens: O
     model.plan(&mut rng_for(seed, key, index), max_tokens)
 }
 
-/// The fault verdict for that attempt, from the fault stream of the same key, with `extra` (a
+/// The fault ruling for that attempt, from the fault stream of the same key, with `extra` (a
 /// per-request fault) considered first. No faults, no draw.
-pub fn verdict(
+pub fn ruling(
     timeline: &Timeline,
     facts: &RequestFacts<'_>,
     t_us: u64,
     (seed, key, index): (u64, u64, u64),
     extra: Option<&Entry>,
-) -> Verdict {
+) -> Ruling {
     if timeline.entries().is_empty() && extra.is_none() {
-        return Verdict::default();
+        return Ruling::default();
     }
     timeline.decide(facts, t_us, &mut rng_for(seed, key ^ FAULT_STREAM, index), extra)
 }
 
 /// The plan as the faults leave it: slower (× multiplier + add, per token too), dripping at
 /// the hang's interval, or with no content.
-pub fn shaped(mut plan: Plan, verdict: &Verdict) -> Plan {
-    if verdict.multiplier != 1.0 || !verdict.add.is_zero() || !verdict.add_per_token.is_zero() {
-        plan.ttft = mul_saturating(plan.ttft, verdict.multiplier).saturating_add(verdict.add);
-        plan.inter_token = mul_saturating(plan.inter_token, verdict.multiplier).saturating_add(verdict.add_per_token);
+pub fn shaped(mut plan: Plan, ruling: &Ruling) -> Plan {
+    if ruling.multiplier != 1.0 || !ruling.add.is_zero() || !ruling.add_per_token.is_zero() {
+        plan.ttft = mul_saturating(plan.ttft, ruling.multiplier).saturating_add(ruling.add);
+        plan.inter_token = mul_saturating(plan.inter_token, ruling.multiplier).saturating_add(ruling.add_per_token);
     }
-    match verdict.action {
+    match ruling.action {
         Action::Hang { mode: HangMode::SlowDrip, interval, .. } => plan.inter_token = interval,
         Action::Malformed(MalformedMode::EmptyContent) => plan.output_tokens = 0,
         _ => {}
@@ -113,14 +113,14 @@ mod tests {
     #[test]
     fn a_latency_verdict_scales_the_plan_and_a_drip_sets_its_pace() {
         let plan = Plan { ttft: Duration::from_millis(100), inter_token: Duration::from_millis(10), output_tokens: 5 };
-        let slow = Verdict { multiplier: 3.0, add: Duration::from_millis(50), ..Verdict::default() };
+        let slow = Ruling { multiplier: 3.0, add: Duration::from_millis(50), ..Ruling::default() };
         let p = shaped(plan, &slow);
         assert_eq!(
             (p.ttft, p.inter_token, p.output_tokens),
             (Duration::from_millis(350), Duration::from_millis(30), 5)
         );
-        assert_eq!(shaped(plan, &Verdict::default()), plan, "no fault, no change");
-        let empty = Verdict { action: Action::Malformed(MalformedMode::EmptyContent), ..Verdict::default() };
+        assert_eq!(shaped(plan, &Ruling::default()), plan, "no fault, no change");
+        let empty = Ruling { action: Action::Malformed(MalformedMode::EmptyContent), ..Ruling::default() };
         assert_eq!(shaped(plan, &empty).output_tokens, 0);
         assert_eq!(decision_for(&empty.action), Decision::Malformed);
         assert_eq!(edge(&empty.action), Edge::Admit, "a malformed answer is generated first");

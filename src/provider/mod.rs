@@ -7,7 +7,7 @@
 //! for the k-th attempt to an upstream:
 //!
 //! 1. its plan, drawn from the RNG keyed by (seed, upstream, k): [`decide::plan`];
-//! 2. the fault verdict, from the fault stream of the same key: [`decide::verdict`];
+//! 2. the fault ruling, from the fault stream of the same key: [`decide::ruling`];
 //! 3. the plan as the faults leave it: [`decide::shaped`];
 //! 4. what happens before any capacity is used (a status, a reset, a hang that never
 //!    answers): [`decide::edge`];

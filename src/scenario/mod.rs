@@ -6,10 +6,9 @@
 //! Layer 1: may hold `faults` types; builds on the ground; must not depend on `faults`'
 //! siblings above it (`mock`, `load`, `sut`, `gateway`) or anything higher.
 
-mod capacity;
 mod distribution;
 pub mod gate;
-pub mod load;
+mod placement;
 mod profile;
 pub mod schema;
 pub mod slo;
@@ -17,6 +16,7 @@ pub mod sut;
 mod timeline;
 mod upstreams;
 pub mod variant;
+pub mod workload;
 
 use std::path::{Path, PathBuf};
 
@@ -26,7 +26,6 @@ use serde::{Deserialize, Serialize};
 pub use crate::duration::{Duration, EXPECTED_DURATION};
 pub use crate::located::{Format, Location, ScenarioError, Source, did_you_mean, suggest};
 pub use distribution::{Distribution, Quantity};
-pub use load::{Arrival, KeyDistribution, Load, LoadLevel, LoadSection, RequestIdMode, Stage, StageKind};
 pub use profile::{
     Capacity, CapacitySection, DEFAULT_MAX_BODY_BYTES, DEFAULT_QUEUE, HttpSection, Latency, LatencySection, Overflow,
     Profile, ProfileFile, RateLimit, RateLimitSection, UpstreamSpec,
@@ -34,6 +33,7 @@ pub use profile::{
 pub use sut::{AbortSection, Limits, LimitsSection, Placeholder, Sut, SutKind, SutMode, SutSection, fill_for_check};
 pub use timeline::{faults_from_source, load_faults};
 pub use upstreams::{load_profile, profile_from_source};
+pub use workload::{Arrival, KeyDistribution, Load, LoadLevel, LoadSection, RequestIdMode, Stage, StageKind};
 
 use crate::faults::Fault;
 use gate::check_gate;
@@ -341,7 +341,7 @@ impl Scenario {
         let upstreams = resolve_members(src, &Profile::default(), &file.upstream, &mut errors);
         let names: Vec<&str> = upstreams.iter().map(|u| u.name.as_str()).collect();
         if let Some(load) = &file.load {
-            errors.extend(load::problems(load).located(src, ""));
+            errors.extend(workload::problems(load).located(src, ""));
         }
         if let Some(sut) = &file.sut {
             // `sut.url` passes the check `chaos run` makes before anything starts.
@@ -354,10 +354,10 @@ impl Scenario {
             }
         }
         errors.extend(sut::limit_problems(&file.limits, &file.abort).located(src, ""));
-        let load = file.load.as_ref().map(load::resolve);
+        let load = file.load.as_ref().map(workload::resolve);
         let anchored = anchor_faults(src, &file.fault, load.as_ref(), &mut errors);
         let faults = check_faults(src, &anchored, &names, &mut errors);
-        let (faults, triggers) = capacity::place(src, faults, load.as_ref(), &mut errors);
+        let (faults, triggers) = placement::place(src, faults, load.as_ref(), &mut errors);
         check_gate(src, &file.gate, load.as_ref(), &mut errors);
         if let Some(slo) = &file.slo {
             errors.extend(slo.problems().located(src, "slo"));
@@ -397,12 +397,12 @@ impl Scenario {
             return Err(format!("--verify: {path} has no [load.sweep] to find the safe limit it verifies"));
         }
         if load.verify.is_none() {
-            if !load.conditions.iter().any(|c| c != load::HEALTHY) {
+            if !load.conditions.iter().any(|c| c != workload::HEALTHY) {
                 return Err(format!(
                     "--verify: {path} names no trigger: add a fault to load.sweep.conditions, or [load.verify] trigger = \"FAULT\""
                 ));
             }
-            let mut v = load::Verify::defaults();
+            let mut v = workload::Verify::defaults();
             for d in [&mut v.before, &mut v.after, &mut v.within] {
                 *d = d.scaled(scale);
             }

@@ -150,7 +150,7 @@ fn assumptions(run: &Run<'_>) -> Vec<String> {
     if !run.scenario.triggers.is_empty() {
         out.push("faults fired during the run (verification, probe cells) are not on the replayed timeline".into());
     }
-    if load.api != crate::scenario::load::Api::Openai || load.endpoint != "/v1/chat/completions" {
+    if load.api != crate::scenario::workload::Api::Openai || load.endpoint != "/v1/chat/completions" {
         out.push("modelled as chat completions (one upstream call per client request)".into());
     }
     out

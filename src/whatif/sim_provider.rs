@@ -3,7 +3,7 @@
 //!
 //! An attempt arriving as the upstream's k-th request asks the provider model
 //! ([`crate::provider`]) what the mock asks for its k-th request: the plan and the fault
-//! verdict from the same seeded draws, the plan as the faults leave it, the edge, the limits
+//! ruling from the same seeded draws, the plan as the faults leave it, the edge, the limits
 //! in force and the capacity rule. So the k-th attempt of a simulation sees the latency and
 //! faults the k-th attempt of the run saw, by construction. What it turns into on simulated
 //! time (status, when the headers and the body come, how long it holds a slot) is [`Shape`];
@@ -104,7 +104,7 @@ impl Provider {
         }
     }
 
-    /// Decides an attempt arriving at `t_us`: draws its plan and verdict, applies the edge
+    /// Decides an attempt arriving at `t_us`: draws its plan and ruling, applies the edge
     /// faults and the rate limits. Slots are the caller's ([`Provider::take_slot`]).
     pub fn arrive(&mut self, t_us: u64, stream: bool, max_tokens: Option<u32>, prompt_tokens: u32) -> (u64, Arrival) {
         let index = self.arrivals;
@@ -116,9 +116,9 @@ impl Provider {
             // The listener is closed: the connection is refused.
             return (index, Arrival::Now(refusal(0, Decision::Outage, None, true)));
         }
-        let verdict = decide::verdict(&self.timeline, &facts, t_us, (self.seed, self.key, index), None);
-        let plan = decide::shaped(plan, &verdict);
-        match decide::edge(&verdict.action) {
+        let ruling = decide::ruling(&self.timeline, &facts, t_us, (self.seed, self.key, index), None);
+        let plan = decide::shaped(plan, &ruling);
+        match decide::edge(&ruling.action) {
             Edge::Status { code, retry_after } => {
                 let ra = retry_after.map(|d| (d.as_millis() as u64).max(1) * 1000);
                 return (index, Arrival::Now(refusal(code, Decision::FaultStatus, ra, false)));
@@ -138,15 +138,15 @@ impl Provider {
             Edge::Admit => {}
         }
         let tokens = prompt_tokens.saturating_add(plan.output_tokens);
-        if self.rpm.is_some() || self.tpm.is_some() || !verdict.rate_limits.is_empty() {
-            let rpm = limit_in_force(self.rpm, &verdict.rate_limits, |o| o.rpm);
-            let tpm = limit_in_force(self.tpm, &verdict.rate_limits, |o| o.tpm);
+        if self.rpm.is_some() || self.tpm.is_some() || !ruling.rate_limits.is_empty() {
+            let rpm = limit_in_force(self.rpm, &ruling.rate_limits, |o| o.rpm);
+            let tpm = limit_in_force(self.tpm, &ruling.rate_limits, |o| o.tpm);
             if let Some((_, wait)) = self.limiter.check(t_us, tokens, rpm, tpm).refused {
                 let ms = (wait.as_millis() as u64).max(1);
                 return (index, Arrival::Now(refusal(429, Decision::RateLimited, Some(ms * 1000), false)));
             }
         }
-        (index, Arrival::Slot(generation(&plan, &verdict.action, stream)))
+        (index, Arrival::Slot(generation(&plan, &ruling.action, stream)))
     }
 
     /// Takes a slot if one is free.

@@ -6,7 +6,7 @@
 //! Part of `scenario` (layer 1): files only; must not depend on `mock`, `load` or anything
 //! that runs.
 
-use super::{Duration, Load, NamedFault, ScenarioError, Source, Stage, did_you_mean, load};
+use super::{Duration, Load, NamedFault, ScenarioError, Source, Stage, did_you_mean, workload};
 use crate::faults::Fault;
 
 /// Checks the fault names `[load.sweep] conditions`, `[load.verify] trigger` and
@@ -37,23 +37,23 @@ pub(super) fn place(
         errors.push(src.invalid(&key, format!("{name:?}{hint}"), expected));
         false
     };
-    if names.contains(&load::HEALTHY) && !load.conditions.is_empty() {
-        let i = names.iter().position(|n| *n == load::HEALTHY).unwrap_or(0);
+    if names.contains(&workload::HEALTHY) && !load.conditions.is_empty() {
+        let i = names.iter().position(|n| *n == workload::HEALTHY).unwrap_or(0);
         errors.push(src.invalid(
             &format!("fault[{i}].name"),
-            format!("{:?}", load::HEALTHY),
+            format!("{:?}", workload::HEALTHY),
             "another name: `healthy` is the sweep condition with no fault",
         ));
     }
     for (i, c) in load.conditions.iter().enumerate() {
-        if c != load::HEALTHY {
+        if c != workload::HEALTHY {
             known(format!("load.sweep.conditions[{i}]"), c, errors, "`healthy` or a fault name");
         }
     }
     let mut wanted: Vec<(String, String)> = Vec::new(); // (key, fault name)
     if let Some(t) = load.verify.as_ref().and_then(|v| v.trigger.as_ref()) {
         wanted.push(("load.verify.trigger".into(), t.clone()));
-    } else if load.verify.is_some() && !load.conditions.iter().any(|c| c != load::HEALTHY) {
+    } else if load.verify.is_some() && !load.conditions.iter().any(|c| c != workload::HEALTHY) {
         errors.push(src.invalid(
             "load.verify",
             "no trigger and no fault among the sweep's conditions".to_string(),

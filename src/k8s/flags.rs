@@ -9,7 +9,7 @@
 use super::{K8sError, RenderArgs};
 
 /// Every flag of `args` that becomes a Kubernetes name or quantity, checked.
-pub(super) fn flags(args: &RenderArgs) -> Result<(), K8sError> {
+pub(super) fn check(args: &RenderArgs) -> Result<(), K8sError> {
     let refuse = |flag: &str, value: &str, expected: &str| {
         Err(K8sError::Usage(format!("{flag} {value:?}: expected {expected}")))
     };

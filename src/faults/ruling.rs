@@ -1,4 +1,4 @@
-//! What the faults in force decide for one request: the [`Verdict`] (an [`Action`], latency
+//! What the faults in force decide for one request: the [`Ruling`] (an [`Action`], latency
 //! and rate-limit changes, a cache expiry) and which faults [`Applied`], as a bitset over the
 //! timeline snapshot so recording them allocates nothing per request.
 
@@ -65,7 +65,7 @@ pub struct RateOverride {
 
 /// Everything the faults decided for one request.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Verdict {
+pub struct Ruling {
     /// Factor on TTFT and inter-token time.
     pub multiplier: f64,
     /// Added to TTFT.
@@ -84,7 +84,7 @@ pub struct Verdict {
     pub applied: Applied,
 }
 
-impl Default for Verdict {
+impl Default for Ruling {
     fn default() -> Self {
         Self {
             multiplier: 1.0,
@@ -99,7 +99,7 @@ impl Default for Verdict {
     }
 }
 
-impl Verdict {
+impl Ruling {
     /// True when no fault touched the request.
     pub fn is_clean(&self) -> bool {
         self.applied.is_empty()

@@ -1,4 +1,5 @@
-//! `[load]`: what the load generator sends, to which endpoint, in which phases.
+//! `[load]`: what the load generator sends, to which endpoint, in which phases. (Named
+//! `workload`, not `load`, so that it never reads as `crate::load`, the generator that sends it.)
 //!
 //! Closed load is a number of users each sending one request after another (optionally with a
 //! think time); open load is a request rate with constant or Poisson arrivals from a seeded

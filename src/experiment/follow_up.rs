@@ -18,7 +18,7 @@ use super::RunError;
 use super::drive::Segments;
 use crate::analysis::capacity::{self, CellVerdict, ProbeCell};
 use crate::run_folder::RunFile;
-use crate::scenario::load::{HEALTHY, Part, Probe, Verify};
+use crate::scenario::workload::{HEALTHY, Part, Probe, Verify};
 use crate::scenario::{Duration, LoadLevel, NamedFault, Stage, StageKind};
 
 use crate::scenario::DEFAULT_TRIGGER;
