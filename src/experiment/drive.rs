@@ -7,7 +7,7 @@ use std::time::{Duration, SystemTime};
 
 use tokio::sync::mpsc;
 
-use super::serve::hub::MockControl;
+use super::consumers::{Consumers, RunEvent};
 use super::{LEAD, RunError, RunOptions, Stopper, base, cell_watch, io, live, progress, watchdog};
 use crate::analysis::Recorder;
 use crate::clock::Clock;
@@ -59,6 +59,8 @@ pub(super) struct Plan<'a> {
     pub(super) allow_remote: &'a [String],
     pub(super) clock: Clock,
     pub(super) stopper: &'a Stopper,
+    /// Who follows the run (the live page, a shard's book).
+    pub(super) consumers: &'a Consumers<'a>,
 }
 
 /// What the load phase left behind.
@@ -91,7 +93,7 @@ pub(super) struct Written {
 /// verification and the probe, each laid out from what the stages before it measured.
 #[expect(
     clippy::too_many_lines,
-    reason = "starts the SUT, waits for readiness under Ctrl-C and drives each part of the plan in order; the event-driven run (issue 26, left) splits it"
+    reason = "starts the SUT, waits for readiness under Ctrl-C and drives each part of the plan in order, stopping the SUT whatever happens"
 )]
 pub(super) async fn start_and_drive(
     plan: &Plan<'_>,
@@ -148,16 +150,8 @@ pub(super) async fn start_and_drive(
         // The shared mock has the timeline on the same instant (`chaos mock --start-at`).
         started.pool.add_faults_at(faults, t0_us).map_err(|e| RunError::Faults(e.to_string()))?;
     }
-    if let Some(live) = &plan.options.live {
-        let own = shared_mock.is_none();
-        live.load_started(
-            t0_us,
-            own.then(|| started.pool.admin_uri())
-                .flatten()
-                .map(|url| MockControl { url, token: started.pool.admin_token().map(str::to_string) }),
-            own.then(|| started.pool.tap_attempts()),
-        );
-    }
+    plan.consumers
+        .emit(&RunEvent::LoadStarted { t0_us, own_mocks: shared_mock.is_none().then_some(started.pool.as_ref()) });
     let outputs = live::Outputs::open(plan.folder, plan.options.token_gaps, plan.options.worker.is_some())
         .map_err(io(plan.folder.dir()))?;
     let mut run = Segments {
@@ -287,7 +281,7 @@ impl Segments<'_> {
     /// after it are dropped.
     #[expect(
         clippy::too_many_lines,
-        reason = "a segment's recorder, consumer, watcher and load are started and joined together; the event-driven run (issue 26, left) splits it"
+        reason = "a segment's recorder, consumer, watcher and load are started together and joined together, so none outlives the segment"
     )]
     pub(super) async fn drive_until(
         &mut self,
@@ -306,9 +300,7 @@ impl Segments<'_> {
         });
         self.stages.extend(new);
         let scenario = self.scenario();
-        if let Some(live) = &self.plan.options.live {
-            live.plan(&self.stages, &scenario.faults);
-        }
+        self.plan.consumers.emit(&RunEvent::Planned { stages: &self.stages, faults: &scenario.faults });
         let load = scenario.load.clone().unwrap_or_else(|| self.plan.load.clone());
         let (clock, stopper, t0_us) = (self.plan.clock, self.plan.stopper, self.t0_us);
         let (tx, rx) = mpsc::channel(65_536);

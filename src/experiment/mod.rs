@@ -15,6 +15,7 @@
 mod abort;
 mod base;
 mod cell_watch;
+mod consumers;
 mod drive;
 pub mod dry_run;
 mod error;
@@ -43,6 +44,7 @@ use crate::sut;
 
 pub use abort::emergency_stop;
 use abort::{LastWords, aborted};
+use consumers::{Consumer, Consumers, RunEvent, ShardBook};
 use drive::{Plan, Started, start_and_drive};
 pub use error::RunError;
 pub use finish::{CompareError, Finished, check_compare_out, compare_runs, finish, gate_checks, refinish};
@@ -122,7 +124,7 @@ const LEAD: Duration = Duration::from_millis(300);
 /// Runs `scenario`. `stopper` ends it early (Ctrl-C); the run folder gets a summary either way.
 #[expect(
     clippy::too_many_lines,
-    reason = "still weaves the plain run, the shard worker and the live page; composing them from the run's events is left open on issue 26"
+    reason = "one run in order: folder, clock, mocks, drive, then the finish and its fallbacks when the report cannot be written; its followers are consumers (consumers.rs)"
 )]
 pub async fn run(scenario: &Scenario, options: &RunOptions, stopper: Stopper) -> Result<RunOutcome, RunError> {
     let load = scenario.load.clone().ok_or_else(|| RunError::NoLoad(scenario.path.display().to_string()))?;
@@ -179,10 +181,13 @@ pub async fn run(scenario: &Scenario, options: &RunOptions, stopper: Stopper) ->
     if let (Some(admin), Some(token)) = (pool.admin_uri(), pool.admin_token()) {
         tracing::info!("mock control API at {admin}: chaos fault --mock {admin} --token {token} list");
     }
-    if let Some(live) = &options.live {
-        live.begin_run(run_view(scenario, &run_id, &folder, &pool), folder.dir(), clock);
-        live.plan(&load.stages, &scenario.faults);
-    }
+    // Who follows the run: the live page, a shard worker's book.
+    let book = options.worker.as_ref().map(|worker| ShardBook { worker, scenario, folder: &folder });
+    let consumers = Consumers::default()
+        .with(options.live.as_deref().map(|l| l as &dyn Consumer))
+        .with(book.as_ref().map(|b| b as &dyn Consumer));
+    consumers.emit(&RunEvent::Began { scenario, run_id: &run_id, folder: &folder, pool: &pool, clock });
+    consumers.emit(&RunEvent::Planned { stages: &load.stages, faults: &scenario.faults });
     let plan = Plan {
         scenario,
         options,
@@ -193,6 +198,7 @@ pub async fn run(scenario: &Scenario, options: &RunOptions, stopper: Stopper) ->
         allow_remote: &allow_remote,
         clock,
         stopper: &stopper,
+        consumers: &consumers,
     };
     let mut started = Started { pool: Arc::new(pool), sut: None };
     let driven = start_and_drive(&plan, &mut started, &exclusive).await;
@@ -201,18 +207,10 @@ pub async fn run(scenario: &Scenario, options: &RunOptions, stopper: Stopper) ->
     let mut driven = match driven {
         Ok(d) => d,
         Err(e) => {
-            if let Some(live) = &options.live {
-                live.failed(&e.to_string());
-            }
+            consumers.emit(&RunEvent::Failed { reason: &e.to_string() });
             return Err(aborted(scenario, &folder, &run_id, started_at, e));
         }
     };
-    if let Some(live) = &options.live {
-        // The room's notes are read by the analysis now; the facilitator's faults join the
-        // run's record, so the report shades them like the scenario's.
-        live.close_notes();
-        driven.faults.extend(live.adhoc_faults());
-    }
 
     // The first reason to stop wins; a mock that could not finish its logs (a full disk) still
     // leaves the measured summary, marked aborted: its log holds whole lines up to the failure.
@@ -231,6 +229,14 @@ pub async fn run(scenario: &Scenario, options: &RunOptions, stopper: Stopper) ->
             (Vec::new(), false)
         }
     };
+    consumers.emit(&RunEvent::LoadEnded {
+        driven: &driven,
+        attempts: attempts_read.then_some(attempts.len() as u64),
+        reason: reason.as_deref(),
+    });
+    // The facilitator's faults join the run's record, so the report shades them like the
+    // scenario's.
+    driven.faults.extend(consumers.placed_faults());
     // The scenario as it ran: with the stages and faults the verification and the probe laid
     // out, so the summary and `resolved.json` describe every stage and window.
     let ran = ran_as(scenario, &driven);
@@ -248,9 +254,6 @@ pub async fn run(scenario: &Scenario, options: &RunOptions, stopper: Stopper) ->
         reason.clone(),
         options.worker.as_ref(),
     );
-    if let Some(w) = &options.worker {
-        w.finished(scenario, &folder, &driven, attempts_read.then_some(attempts.len() as u64), reason);
-    }
     let base = base::measured(id, &measured);
     // A worker's numbers are its share: the gate judges the merged run (`chaos merge`), and a
     // worker whose share "failed" it must not fail its pod (the Job would run it again, late).
@@ -281,27 +284,12 @@ pub async fn run(scenario: &Scenario, options: &RunOptions, stopper: Stopper) ->
             Finished { summary, verdict: None }
         }
     };
-    if let Some(live) = &options.live {
-        live.end(&finished.summary, finished.verdict.as_ref(), folder.dir());
-    }
+    consumers.emit(&RunEvent::Finished {
+        summary: &finished.summary,
+        verdict: finished.verdict.as_ref(),
+        folder: folder.dir(),
+    });
     Ok(RunOutcome { dir: folder.dir().to_path_buf(), summary: finished.summary, verdict: finished.verdict })
-}
-
-/// What the live page shows of `scenario` before it measures anything (its stages and faults
-/// follow in [`serve::Live::plan`]).
-fn run_view(scenario: &Scenario, run_id: &str, folder: &RunFolder, pool: &MockPool) -> serve::hub::RunView {
-    serve::hub::RunView {
-        scenario: scenario.name.clone(),
-        run_id: run_id.to_string(),
-        variant: scenario.variant.clone(),
-        folder: folder.dir().display().to_string(),
-        total_s: 0.0,
-        stages: Vec::new(),
-        faults: Vec::new(),
-        upstreams: pool.upstreams().iter().map(|u| u.name().to_string()).collect(),
-        started: false,
-        controls: false,
-    }
 }
 
 /// The in-cluster Services the scenario names (its SUT's host, the shared mock's): hosts that

@@ -359,5 +359,56 @@ fn error(status: StatusCode, message: &str) -> Reply {
     text(status, "application/json", json!({"error": {"status": status.as_u16(), "message": message}}).to_string())
 }
 
+/// The live page follows the run: it shows the plan, the start, the end (or the failure), and
+/// closes the room's notes when the load ends; the facilitator's faults go into the run's record.
+impl super::consumers::Consumer for Live {
+    fn on(&self, event: &super::consumers::RunEvent<'_>) {
+        use super::consumers::RunEvent;
+        match event {
+            RunEvent::Began { scenario, run_id, folder, pool, clock } => {
+                self.begin_run(run_view(scenario, run_id, folder, pool), folder.dir(), *clock);
+            }
+            RunEvent::Planned { stages, faults } => self.plan(stages, faults),
+            RunEvent::LoadStarted { t0_us, own_mocks } => self.load_started(
+                *t0_us,
+                own_mocks.and_then(|p| {
+                    p.admin_uri().map(|url| hub::MockControl { url, token: p.admin_token().map(str::to_string) })
+                }),
+                own_mocks.map(|p| p.tap_attempts()),
+            ),
+            // The room's notes are read by the analysis now.
+            RunEvent::LoadEnded { .. } => self.close_notes(),
+            RunEvent::Failed { reason } => self.failed(reason),
+            RunEvent::Finished { summary, verdict, folder } => self.end(summary, *verdict, folder),
+        }
+    }
+
+    fn placed_faults(&self) -> Vec<crate::scenario::NamedFault> {
+        self.adhoc_faults()
+    }
+}
+
+/// What the live page shows of `scenario` before it measures anything (its stages and faults
+/// follow with the plan).
+fn run_view(
+    scenario: &crate::scenario::Scenario,
+    run_id: &str,
+    folder: &crate::run_folder::RunFolder,
+    pool: &crate::mock::MockPool,
+) -> hub::RunView {
+    hub::RunView {
+        scenario: scenario.name.clone(),
+        run_id: run_id.to_string(),
+        variant: scenario.variant.clone(),
+        folder: folder.dir().display().to_string(),
+        total_s: 0.0,
+        stages: Vec::new(),
+        faults: Vec::new(),
+        upstreams: pool.upstreams().iter().map(|u| u.name().to_string()).collect(),
+        started: false,
+        controls: false,
+    }
+}
+
 #[cfg(test)]
 mod tests;
