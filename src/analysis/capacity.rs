@@ -20,7 +20,7 @@
 //! Pure: the same stages, fault windows and samples give the same verdicts, live (the run uses
 //! them to choose what to run next) or from a saved folder.
 //!
-//! Layer 3: builds on `record` and the analysis around it; must not depend on `gate`,
+//! Layer 4: builds on `record` and the analysis around it; must not depend on `gate`,
 //! `report`, `experiment` or `cli`.
 
 use schemars::JsonSchema;

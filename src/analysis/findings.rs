@@ -9,7 +9,7 @@
 //! `what` is the report's inline mini-language ([`crate::markup`]): names are embedded with
 //! [`code`], so a backtick in a stage or fault name cannot end its span early.
 //!
-//! Layer 3: reads the summary; must not depend on `gate` or `report`.
+//! Layer 4: reads the summary; must not depend on `gate` or `report`.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

@@ -4,7 +4,7 @@
 //! λ·W̄, and a pool sized for the stage needs about λ·W at the p95. A slowed provider shows
 //! here first: W grows, so L grows at the same λ, until a pool or the provider's slots fill.
 //!
-//! Layer 3: plain records in, numbers out; no I/O.
+//! Layer 4: plain records in, numbers out; no I/O.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

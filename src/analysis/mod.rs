@@ -4,7 +4,7 @@
 //! [`recorder`] keeps HDR histograms (µs) per stage and per 1-second window with bounded
 //! memory; [`summary`] turns them into the versioned `summary.json`.
 //!
-//! Layer 3: builds on `record`, `run_folder`, `scenario` and `load`'s plain types; must not
+//! Layer 4: builds on `record`, `run_folder`, `scenario` and `load`'s plain types; must not
 //! depend on `gate`, `report`, `experiment` or `cli`, and never prints.
 
 pub mod capacity;

@@ -8,7 +8,7 @@
 //! record horizon comes from the plan, and a summary whose times disagree with the plan is
 //! refused, naming the field and what the plan says.
 //!
-//! Layer 3 (analysis): reads `scenario`'s resolved types through `run_folder`; nothing above.
+//! Layer 4 (analysis): reads `scenario`'s resolved types through `run_folder`; nothing above.
 
 use crate::analysis::Summary;
 use crate::analysis::capacity::PlanSettings;

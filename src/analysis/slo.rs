@@ -21,7 +21,7 @@
 //! run shorter than a window is padded before its start with the baseline's quality at the
 //! run's rate, as if the service had run as in its baseline until the run began.
 //!
-//! Layer 3 (analysis): pure functions over samples and the summary; must not depend on
+//! Layer 4 (analysis): pure functions over samples and the summary; must not depend on
 //! `gate`, `report`, `experiment` or `cli`.
 
 use std::collections::BTreeMap;

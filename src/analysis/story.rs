@@ -6,7 +6,7 @@
 //! Sentences are the report's inline mini-language ([`crate::markup`]): names are embedded
 //! with [`code`].
 //!
-//! Layer 3: reads the summary; must not depend on `gate`, `report` or `cli`.
+//! Layer 4: reads the summary; must not depend on `gate`, `report` or `cli`.
 
 use super::Summary;
 use super::findings::{objective_words, share_against, window_words};

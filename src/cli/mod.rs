@@ -7,7 +7,7 @@
 //! | 2 | usage or scenario error |
 //! | 3 | run aborted or harness failure |
 //!
-//! Layer 7: the top; nothing in the library depends on it.
+//! Layer 9: the top; nothing in the library depends on it.
 
 mod check;
 mod compare;

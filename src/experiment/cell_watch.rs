@@ -2,7 +2,7 @@
 //! sets the segment's cutoff once the cell's question (stuck or recovered) is answered, so a
 //! cell does not run its full observation window when the answer is already in.
 //!
-//! Layer 6, inside `experiment`: reads the run folder's sample log and asks `analysis`;
+//! Layer 8, inside `experiment`: reads the run folder's sample log and asks `analysis`;
 //! must not depend on the load generator or the live page.
 
 use std::sync::Arc;

@@ -8,7 +8,7 @@
 //! The samples and windows a run records reach their followers through the consumer loop
 //! (`live::consume`), not through these events: they come thousands of times a second.
 //!
-//! Layer 6, inside `experiment`: the run's own types; must not depend on the CLI.
+//! Layer 8, inside `experiment`: the run's own types; must not depend on the CLI.
 
 use std::path::Path;
 

@@ -1,7 +1,7 @@
 //! Why a run could not start or finish, and which of those are the user's to fix (exit 2)
 //! rather than the run's (exit 3); `cli` maps them to the exit-code table.
 //!
-//! Layer 6, inside `experiment`: names the errors of the layers below; must not depend on the
+//! Layer 8, inside `experiment`: names the errors of the layers below; must not depend on the
 //! CLI.
 
 use std::path::PathBuf;

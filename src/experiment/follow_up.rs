@@ -11,7 +11,7 @@
 //! is written to `probe.ndjson` as it completes, so an interrupted probe keeps its cells. The
 //! verdicts come from `analysis::capacity`, the same functions the final analysis uses.
 //!
-//! Part of `experiment` (layer 6): decides nothing by itself — every verdict it acts on is
+//! Part of `experiment` (layer 8): decides nothing by itself — every verdict it acts on is
 //! `analysis`'s; must not render (that is `report`'s).
 
 use super::RunError;

@@ -18,7 +18,7 @@
 //! what was expected, and the inputs are never written to. The merged run is written beside
 //! `--out` and renamed to it once finished (`output`), so a merge that fails leaves no half.
 //!
-//! Layer 6 (it runs the finish pipeline); the reading is `run_folder`'s, the merging of
+//! Layer 8 (it runs the finish pipeline); the reading is `run_folder`'s, the merging of
 //! histograms `analysis::recorder`'s.
 
 use std::path::{Path, PathBuf};

@@ -10,7 +10,7 @@
 //! an abort rule, the SUT dying, a limit — the folder still gets a summary, marked
 //! `aborted` with the reason.
 //!
-//! Layer 6: may use every layer below; only `cli` depends on it.
+//! Layer 8: may use every layer below; only `cli` depends on it.
 
 mod abort;
 mod base;

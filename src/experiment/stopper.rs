@@ -2,7 +2,7 @@
 //! live page's facilitator all call [`Stopper::stop`]; the first reason given is the one the
 //! summary records.
 //!
-//! Layer 6, inside `experiment`: tokio's watch channel only; must not depend on anything of
+//! Layer 8, inside `experiment`: tokio's watch channel only; must not depend on anything of
 //! the run.
 
 use std::sync::{Arc, Mutex};

@@ -5,7 +5,7 @@
 //! can put the shards back together and tell a missing or damaged one. `run` calls it at
 //! those two points and nowhere else.
 //!
-//! Layer 6, inside `experiment`: uses the scenario, the run folder and the records; must not
+//! Layer 8, inside `experiment`: uses the scenario, the run folder and the records; must not
 //! depend on the live page or the CLI.
 
 use std::time::{Duration, SystemTime};

@@ -4,7 +4,7 @@
 //! Adding a metric is adding a row here; `docs/gates.md`'s table and the scenario validator's
 //! name list are checked against these rows by tests, so neither can drift.
 //!
-//! Layer 4 (with the rest of `gate`): reads `analysis` summaries; must not depend on `report`,
+//! Layer 6 (with the rest of `gate`): reads `analysis` summaries; must not depend on `report`,
 //! `experiment` or `cli`.
 
 use crate::analysis::Summary;

@@ -6,7 +6,7 @@
 //! Each row is a gate metric (so a row that matters can become a `[[gate]]`), read with the
 //! gate's own [`value`]; the change column says which way is better.
 //!
-//! Layer 4: pure functions over summaries and verdicts; must not depend on `report`,
+//! Layer 6: pure functions over summaries and verdicts; must not depend on `report`,
 //! `experiment` or `cli`.
 
 use schemars::JsonSchema;

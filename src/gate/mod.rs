@@ -7,7 +7,7 @@
 //! worse and whether it is noisy (percentiles, rates: compared with the user's tolerance) or
 //! a ratio/count (amplification, fan-in: compared strictly).
 //!
-//! Layer 4: reads `analysis` summaries and `scenario`'s `[[gate]]` tables; must not depend on
+//! Layer 6: reads `analysis` summaries and `scenario`'s `[[gate]]` tables; must not depend on
 //! `report`, `experiment` or `cli`, and runs nothing.
 
 pub mod catalogue;

@@ -9,7 +9,7 @@
 //! cache, health-aware routing, honest readiness). Built from tower layers, moka and reqwest.
 //! It depends on no harness internals: it sees upstreams only as URLs.
 //!
-//! Layer 2, self-contained: imports only the ground (durations, located errors, sockets);
+//! Layer 3, self-contained: imports only the ground (durations, located errors, sockets);
 //! never `scenario`, `faults`, `mock` or anything above.
 
 pub mod breaker;

@@ -10,7 +10,7 @@
 //! send time to the last byte). Goose's killswitch is global, so one attack runs per process
 //! at a time (later calls wait).
 //!
-//! Layer 2: builds on `scenario` and the ground; must not depend on `mock`, `sut`, `gateway`,
+//! Layer 3: builds on `scenario` and the ground; must not depend on `mock`, `sut`, `gateway`,
 //! `analysis` or anything above, computes no percentile and writes no file.
 
 mod answer;

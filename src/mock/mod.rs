@@ -17,7 +17,7 @@
 //! # Ok(()) }
 //! ```
 //!
-//! Layer 2: builds on `faults`, `scenario` and the ground; must not depend on `load`, `sut`,
+//! Layer 3: builds on `faults`, `scenario` and the ground; must not depend on `load`, `sut`,
 //! `gateway`, `analysis` or anything above.
 
 mod admin;

@@ -4,7 +4,7 @@
 //! a timeline, else one panel per run with its own faults) and each run's probe grid, with
 //! links to each run's own report.
 //!
-//! Layer 5: draws a [`Comparison`] and the runs' analysed [`Series`]; computes nothing.
+//! Layer 7: draws a [`Comparison`] and the runs' analysed [`Series`]; computes nothing.
 
 use std::path::Path;
 

@@ -20,7 +20,7 @@
 //! SUT's own process exits, whatever it left behind is stopped the same way and the guard exits
 //! with the SUT's status (128 + N for a signal N, as shells report it).
 //!
-//! Layer 2 (with the rest of `sut`): it knows nothing of runs or faults.
+//! Layer 3 (with the rest of `sut`): it knows nothing of runs or faults.
 
 use std::collections::HashMap;
 use std::ffi::OsString;

@@ -7,7 +7,7 @@
 //! its command, environment and URL (`{upstream.NAME.url}`, `{sut.port}`, …) are expanded
 //! here. This module knows nothing of faults.
 //!
-//! Layer 2: builds on `scenario`, `gateway` (to start the built-in one) and the ground; must
+//! Layer 3: builds on `scenario`, `gateway` (to start the built-in one) and the ground; must
 //! not depend on `mock`, `load`, `faults` or anything above.
 
 use process::{Process, log_tail, spawn};

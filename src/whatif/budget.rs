@@ -6,7 +6,7 @@
 //! deposits and withdrawals, the `min_per_second` reserve) so a simulated hardened gateway
 //! spends its budget exactly as the real one does.
 //!
-//! Layer 3: plain state over simulated time; depends on the policy types only.
+//! Layer 5: plain state over simulated time; depends on the policy types only.
 
 use std::collections::VecDeque;
 

@@ -6,7 +6,7 @@
 //! limit show only indirectly (answers without any upstream attempt); what cannot be seen is
 //! listed as assumed absent.
 //!
-//! Layer 3: records in, a policy and sentences out.
+//! Layer 5: records in, a policy and sentences out.
 
 use std::collections::BTreeMap;
 

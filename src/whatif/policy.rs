@@ -4,7 +4,7 @@
 //! and Google SRE adaptive throttling — and the library of named textbook policies `--shipped`
 //! adds.
 //!
-//! Layer 3 (analysis): may use the gateway's policy *types*, never its server.
+//! Layer 5 (analysis): may use the gateway's policy *types*, never its server.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

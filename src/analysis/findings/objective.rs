@@ -8,7 +8,7 @@
 //!   they say so.
 //! - A stage too short to measure is never cited.
 //!
-//! Layer 3: reads the summary; must not depend on `gate` or `report`.
+//! Layer 4: reads the summary; must not depend on `gate` or `report`.
 
 use super::{Finding, Severity, pct, push};
 use crate::analysis::Summary;

@@ -6,7 +6,7 @@
 //!
 //! Also the calibration: the policy that ran, simulated, against what was measured.
 //!
-//! Layer 3: records in, numbers out; never reads files or prints.
+//! Layer 4: records in, numbers out; never reads files or prints.
 
 use std::collections::BTreeMap;
 

@@ -5,7 +5,7 @@
 //! said to be identical and why. When none beats the policy that ran, and the run's findings
 //! condemn it, the verdict says so instead of recommending it.
 //!
-//! Layer 3: pure; reads the simulated outcomes and the run's findings.
+//! Layer 4: pure; reads the simulated outcomes and the run's findings.
 
 use super::{Outcomes, PolicyOutcome, WhatIf};
 use crate::analysis::findings::{Finding, Severity, share_against};

@@ -9,7 +9,7 @@
 //! `--token-gaps`: without them a stage's gaps are held to its tokens (a stream has one gap
 //! fewer than tokens).
 //!
-//! Part of `analysis::recorder` (layer 3).
+//! Part of `analysis::recorder` (layer 4).
 
 use super::{Recorder, StageHistograms, StageRecord};
 use crate::load::Sample;

@@ -4,7 +4,7 @@
 //! HDR V2 + DEFLATE in base64, the format HdrHistogram's other implementations read; `wire`
 //! checks them before they are trusted.
 //!
-//! Part of `analysis::recorder` (layer 3).
+//! Part of `analysis::recorder` (layer 4).
 
 use std::collections::BTreeMap;
 

@@ -9,7 +9,7 @@
 //! 8-to-40-byte headers is done here by hand because the crate offers no way to inspect them
 //! without allocating what they claim.
 //!
-//! Part of `analysis::recorder` (layer 3).
+//! Part of `analysis::recorder` (layer 4).
 
 use std::io::Read;
 

@@ -9,7 +9,7 @@
 //! another worker's samples (plain or through a symlink) carries the other shard's ids, and an
 //! id seen twice is a sample counted twice; both once merged as A 0.8× where the truth was 1.5×.
 //!
-//! Part of `experiment::merge` (layer 6); it reads nothing itself.
+//! Part of `experiment::merge` (layer 8); it reads nothing itself.
 
 use std::collections::HashMap;
 use std::path::PathBuf;

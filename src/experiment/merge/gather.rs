@@ -9,7 +9,7 @@
 //! ids, its `shard.json` to the plan (`counts`), and the records to the plan's horizon, not
 //! to a length a `shard.json` states.
 //!
-//! Part of `experiment::merge` (layer 6); the reading is `run_folder`'s, the histograms
+//! Part of `experiment::merge` (layer 8); the reading is `run_folder`'s, the histograms
 //! `analysis::recorder`'s; it writes nothing.
 
 use super::{MergeError, Shard};

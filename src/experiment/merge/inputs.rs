@@ -4,7 +4,7 @@
 //! input's files); the folders are one run's shards, every worker present once and finished;
 //! and the shared mock's folder is there exactly once when the workers say they shared one.
 //!
-//! Part of `experiment::merge` (layer 6); it reads only `shard.json` and a summary's flag.
+//! Part of `experiment::merge` (layer 8); it reads only `shard.json` and a summary's flag.
 
 use std::path::{Path, PathBuf};
 

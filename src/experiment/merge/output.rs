@@ -5,7 +5,7 @@
 //! written `--out`: its staging folder is removed, and a previous run's files in `--out`
 //! (with `--force`) are replaced only at the end.
 //!
-//! Part of `experiment::merge` (layer 6).
+//! Part of `experiment::merge` (layer 8).
 
 use std::path::{Path, PathBuf};
 

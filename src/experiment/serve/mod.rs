@@ -23,7 +23,7 @@
 //! page can write a note, start a fault or read the state; connections are capped and must
 //! send their header within 10 s; notes are capped in number and size ([`hub::MAX_NOTES`]).
 //!
-//! Layer 6 (with the rest of `experiment`): reads the live windows and counters; measures
+//! Layer 8 (with the rest of `experiment`): reads the live windows and counters; measures
 //! nothing of its own.
 
 mod events;

@@ -2,7 +2,7 @@
 //! it in each phase, and at what cost — the paragraph a comparison opens with. Runs compare by
 //! attainment and budget burned first; everything else in the table is how they got there.
 //!
-//! Layer 4: pure functions over summaries; must not depend on `report`, `experiment` or `cli`.
+//! Layer 6: pure functions over summaries; must not depend on `report`, `experiment` or `cli`.
 
 use crate::analysis::Summary;
 use crate::analysis::findings::{objective_words, share_against, window_words};
