@@ -11,6 +11,7 @@ pub mod capacity;
 pub mod data;
 pub mod findings;
 pub mod in_flight;
+pub mod interval;
 pub mod plan;
 pub mod policy_outcomes;
 pub mod recorder;

@@ -12,6 +12,7 @@
 
 pub mod catalogue;
 pub mod compare;
+pub mod judge;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
