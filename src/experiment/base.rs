@@ -92,7 +92,7 @@ pub(super) struct Measured<'a> {
 /// and how late a shard's generator started. The run adds to it segment by segment and hands it
 /// on when the load ends; [`Tally::measured`] is the one place a process's [`Measured`] is put
 /// together, for the live summary while it goes and for the final one.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub(super) struct Tally {
     /// One record per stage, from the recorder.
     pub records: Vec<StageRecord>,
@@ -102,17 +102,24 @@ pub(super) struct Tally {
     pub late_start_ms: f64,
 }
 
-impl Default for Tally {
-    fn default() -> Self {
-        Self {
-            records: Vec::new(),
-            report: LoadReport { stages: Vec::new(), users: 0, lost_samples: 0, issued: 0, hit_request_limit: false },
-            late_start_ms: 0.0,
-        }
-    }
-}
-
 impl Tally {
+    /// Adds a segment's stages, from stage index `first` on (the recorder and the generator
+    /// count from the run's first stage), and its generator figures.
+    pub(super) fn absorb(&mut self, records: Vec<StageRecord>, report: LoadReport, first: usize) {
+        self.records.extend(records.into_iter().skip(first));
+        self.report.stages.extend(report.stages.into_iter().skip(first));
+        self.report.users = self.report.users.max(report.users);
+        self.report.lost_samples += report.lost_samples;
+        self.report.issued += report.issued;
+        self.report.hit_request_limit |= report.hit_request_limit;
+    }
+
+    /// Keeps the first `stages` stages (a segment ended early: the ones after the cut never ran).
+    pub(super) fn truncate(&mut self, stages: usize) {
+        self.records.truncate(stages);
+        self.report.stages.truncate(stages);
+    }
+
     /// This process's figures for the summary: `load` as it ran, the mock's `attempts`, the load
     /// from `t0_us` to `load_end_us`, why it stopped early, and whether it is one shard.
     pub(super) fn measured<'a>(
@@ -208,5 +215,37 @@ pub(super) fn measured(id: RunIdentity, m: &Measured<'_>) -> Summary {
             shared_mock: m.shared_mock,
         },
         ..Summary::empty(id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::load::StageSchedule;
+
+    fn report(arrivals: &[u64], users: usize, lost: u64, issued: u64, limit: bool) -> LoadReport {
+        LoadReport {
+            stages: arrivals.iter().map(|&a| StageSchedule { arrivals: a, ..StageSchedule::default() }).collect(),
+            users,
+            lost_samples: lost,
+            issued,
+            hit_request_limit: limit,
+        }
+    }
+
+    /// Two segments: the second generator reports the run's stages from the first, and only
+    /// its own (from index 2) are added; users are the most at once, counts add up, and a cut
+    /// keeps the stages before it.
+    #[test]
+    fn segments_add_up_into_one_tally_and_a_cut_keeps_what_ran() {
+        let mut t = Tally::default();
+        t.absorb(Vec::new(), report(&[10, 20], 4, 1, 30, false), 0);
+        t.absorb(Vec::new(), report(&[0, 0, 5, 7], 3, 2, 12, true), 2);
+        let arrivals: Vec<u64> = t.report.stages.iter().map(|s| s.arrivals).collect();
+        assert_eq!(arrivals, [10, 20, 5, 7]);
+        assert_eq!((t.report.users, t.report.lost_samples, t.report.issued), (4, 3, 42));
+        assert!(t.report.hit_request_limit);
+        t.truncate(3);
+        assert_eq!(t.report.stages.len(), 3);
     }
 }

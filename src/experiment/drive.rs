@@ -380,20 +380,14 @@ impl Segments<'_> {
         self.outputs = Some(outputs);
         let report = report?;
         // This segment's stages take their records and schedule figures from it.
-        self.tally.records.extend(records.into_iter().skip(first));
-        self.tally.report.stages.extend(report.stages.into_iter().skip(first));
-        self.tally.report.users = self.tally.report.users.max(report.users);
-        self.tally.report.lost_samples += report.lost_samples;
-        self.tally.report.issued += report.issued;
-        self.tally.report.hit_request_limit |= report.hit_request_limit;
+        self.tally.absorb(records, report, first);
         // Ended early: the stage it ended in is cut there, the ones after it never ran.
         let cut = cutoff.load(std::sync::atomic::Ordering::Relaxed);
         if cut != u64::MAX {
             let at = crate::scenario::Duration(Duration::from_micros(cut.saturating_sub(self.t0_us)));
             let keep = self.stages.iter().position(|s| s.start >= at).unwrap_or(self.stages.len()).max(first);
             self.stages.truncate(keep);
-            self.tally.records.truncate(keep);
-            self.tally.report.stages.truncate(keep);
+            self.tally.truncate(keep);
             if let Some(last) = self.stages.last_mut().filter(|s| s.end() > at) {
                 last.duration = crate::scenario::Duration(at.as_std().saturating_sub(last.start.as_std()));
             }

@@ -117,7 +117,7 @@ pub struct LoadConfig {
 }
 
 /// How the generator ended and what its schedule saw.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct LoadReport {
     /// Per stage: arrivals, claims, drops.
     pub stages: Vec<StageSchedule>,
