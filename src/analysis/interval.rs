@@ -104,6 +104,28 @@ pub fn paired_difference(candidate: &[f64], baseline: &[f64]) -> Option<Interval
     mean(&d, Method::Replicates)
 }
 
+/// The difference `candidate − baseline` of two independent intervals (Welch): the standard
+/// errors add in quadrature and the degrees of freedom follow Welch–Satterthwaite. For two
+/// sets of replicates that do not share seeds, and for two single runs each with its own
+/// batch-means interval. `None` when either rests on fewer than two values.
+pub fn difference_of(candidate: &Interval, baseline: &Interval) -> Option<Interval> {
+    let se = |i: &Interval| (i.n >= 2).then(|| i.half_width() / t_975(i.n - 1));
+    let (sc, sb) = (se(candidate)?, se(baseline)?);
+    let (vc, vb) = (sc * sc, sb * sb);
+    let v = vc + vb;
+    let estimate = candidate.estimate - baseline.estimate;
+    let df = if v == 0.0 {
+        candidate.n + baseline.n - 2
+    } else {
+        let dfc = (candidate.n - 1) as f64;
+        let dfb = (baseline.n - 1) as f64;
+        (v * v / (vc * vc / dfc + vb * vb / dfb)).floor().max(1.0) as usize
+    };
+    let half = t_975(df) * v.sqrt();
+    let method = if candidate.method == baseline.method { candidate.method } else { Method::Replicates };
+    Some(Interval { estimate, lo: estimate - half, hi: estimate + half, n: candidate.n.min(baseline.n), method })
+}
+
 /// Batch means over one run's series (one value per window, in time order): `batches`
 /// contiguous batches of equal length (the remainder at the end is left out), their means,
 /// and the t interval over those. `None` when there are fewer windows than two per batch.
@@ -206,6 +228,31 @@ mod tests {
         let unpaired = mean(&cand, Method::Replicates).unwrap().half_width();
         assert!(unpaired > 10.0 * d.half_width(), "unpaired {unpaired} against paired {d:?}");
         assert!(paired_difference(&cand, &base[..8]).is_none());
+    }
+
+    /// Two unpaired sets of unequal size and spread (Welch's case): the interval of their
+    /// difference covers the true difference (10) in about 95 % of 3,000 seeded trials.
+    #[test]
+    fn the_difference_of_independent_intervals_holds_its_level() {
+        let mut r = rng(5);
+        let (a, b) = (Normal::new(110.0, 20.0).unwrap(), Normal::new(100.0, 5.0).unwrap());
+        let trials = 3000;
+        let covered = (0..trials)
+            .filter(|_| {
+                let xs: Vec<f64> = (0..4).map(|_| a.sample(&mut r)).collect();
+                let ys: Vec<f64> = (0..9).map(|_| b.sample(&mut r)).collect();
+                let (mx, my) = (mean(&xs, Method::Replicates).unwrap(), mean(&ys, Method::Replicates).unwrap());
+                difference_of(&mx, &my).unwrap().contains(10.0)
+            })
+            .count();
+        let share = covered as f64 / trials as f64;
+        assert!((0.93..=0.97).contains(&share), "coverage {share}");
+        // Two exact values (no spread) differ exactly.
+        let one = |v: f64| Interval { estimate: v, lo: v, hi: v, n: 3, method: Method::Replicates };
+        let d = difference_of(&one(5.0), &one(3.0)).unwrap();
+        assert_eq!((d.estimate, d.lo, d.hi), (2.0, 2.0, 2.0));
+        let single = Interval { n: 1, ..one(1.0) };
+        assert!(difference_of(&single, &one(1.0)).is_none(), "one value has no standard error");
     }
 
     /// An AR(1) series with φ = 0.8 (each window carries 80 % of the last one's excess, as a

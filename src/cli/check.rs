@@ -26,6 +26,11 @@ pub struct Args {
     /// ± 0.05; counts of violations, orphans and fan-in exact). Repeatable.
     #[arg(long, value_parser = parse_tolerance)]
     pub tolerance: Vec<Tolerance>,
+    /// What a change whose interval reaches past the tolerance on the bad side does: `pass`
+    /// (it is marked inconclusive, with the replicates that would tell; the default, so noise
+    /// never fails a gate) or `fail` (it fails the gate as a regression would).
+    #[arg(long, value_parser = ["pass", "fail"], default_value = "pass")]
+    pub inconclusive: String,
 }
 
 /// One `--tolerance`.
@@ -140,7 +145,13 @@ pub(super) fn run(args: &Args) -> Result<(), CliError> {
         };
         let mut seen = std::collections::HashSet::new();
         let metrics: Vec<_> = metrics.into_iter().filter(|m| seen.insert(m.clone())).collect();
-        let cmp = gate::compare(&summary, &baseline, &metrics, &tolerances(&args.tolerance));
+        let cmp = gate::baseline::compare(
+            std::slice::from_ref(&summary),
+            std::slice::from_ref(&baseline),
+            &metrics,
+            &tolerances(&args.tolerance),
+            if args.inconclusive == "fail" { gate::Inconclusive::Fail } else { gate::Inconclusive::Pass },
+        );
         verdict.checks.extend(cmp.checks);
         verdict.passed = verdict.checks.iter().all(|c| c.passed);
     }

@@ -10,6 +10,7 @@
 //! Layer 6: reads `analysis` summaries and `scenario`'s `[[gate]]` tables; must not depend on
 //! `report`, `experiment` or `cli`, and runs nothing.
 
+pub mod baseline;
 pub mod catalogue;
 pub mod compare;
 pub mod judge;
@@ -20,10 +21,11 @@ use serde::{Deserialize, Serialize};
 use crate::analysis::Summary;
 
 pub use crate::scenario::gate::GateCheck;
+pub use baseline::{DEFAULT_BASELINE_METRICS, Inconclusive, Tolerances};
 pub use catalogue::{METRICS, Metric, Noise, Worse, metric};
 
 /// The result of one check.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct CheckResult {
     /// Its label.
     pub name: String,
@@ -37,8 +39,16 @@ pub struct CheckResult {
     pub expected: String,
     /// Passed.
     pub passed: bool,
-    /// Why it failed, in words.
+    /// Why it failed, in words; against a baseline, the verdict on the change in words
+    /// whether it passed or not.
     pub reason: Option<String>,
+    /// Against a baseline: the change (this run − the baseline, in the metric's unit) with its
+    /// 95 % interval, when the replicates gave one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub change: Option<crate::analysis::interval::Interval>,
+    /// Against a baseline with an interval: regressed, improved, same or inconclusive.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judgement: Option<judge::Judgement>,
 }
 
 /// A verdict: every check, and whether all passed.
@@ -104,108 +114,11 @@ pub fn evaluate(s: &Summary, checks: &[GateCheck]) -> Verdict {
                     expected,
                     passed: reason.is_none(),
                     reason,
+                    ..CheckResult::default()
                 }
             })
             .collect(),
     )
-}
-
-/// The metrics compared with a baseline when the scenario has no gate: the headline numbers.
-pub const DEFAULT_BASELINE_METRICS: &[&str] = &[
-    "latency.p95_ms",
-    "latency.p99_ms",
-    "outcomes.error_rate",
-    "retry.amplification",
-    "retry.amplification.max_window",
-    "recovery.seconds",
-    "stampede.max_fanin",
-    "sweep.safe_limit.rps",
-];
-
-/// How much worse than the baseline a metric may be.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Tolerances {
-    /// Noisy metrics (percentiles, throughput, recovery time, the knee): a share of the
-    /// baseline's value (default 0.1).
-    pub relative: f64,
-    /// Per-metric overrides: a share for noisy metrics, an absolute amount for the others.
-    pub per_metric: std::collections::BTreeMap<String, f64>,
-}
-
-impl Default for Tolerances {
-    fn default() -> Self {
-        Self { relative: 0.1, per_metric: std::collections::BTreeMap::new() }
-    }
-}
-
-impl Tolerances {
-    /// The allowed worsening of `m`: the user's override, else the relative tolerance for a
-    /// noisy metric and the catalogue's absolute one for the others.
-    fn of(&self, m: &Metric) -> f64 {
-        self.per_metric.get(m.name).copied().unwrap_or(match m.noise {
-            Noise::Relative => self.relative,
-            Noise::Absolute(x) => x,
-        })
-    }
-}
-
-/// Compares `s` with `baseline` on `metrics` (name, phase): a noisy metric regresses when it
-/// is worse by more than its relative tolerance; any other when it is worse by more than its
-/// absolute tolerance (its [`Noise`] class; beyond 1e-9). A metric neither run measured is
-/// skipped; one that only one of them measured fails — a comparison that cannot be made is
-/// never a pass.
-pub fn compare(s: &Summary, baseline: &Summary, metrics: &[(String, Option<String>)], tol: &Tolerances) -> Verdict {
-    let mut checks = Vec::new();
-    for (name, phase) in metrics {
-        let Some(meta) = metric(name) else { continue };
-        let scope = phase.as_ref().map_or(String::new(), |p| format!(" [{p}]"));
-        let (now, base) = match (value(s, name, phase.as_deref()), value(baseline, name, phase.as_deref())) {
-            (Some(now), Some(base)) => (now, base),
-            (None, None) => continue,
-            (now, base) => {
-                let missing = if base.is_none() { "the baseline" } else { "this run" };
-                checks.push(CheckResult {
-                    name: format!("{name}{scope} vs baseline"),
-                    metric: name.clone(),
-                    phase: phase.clone(),
-                    value: now.filter(|v| v.is_finite()),
-                    expected: "a value in both runs".into(),
-                    passed: false,
-                    reason: Some(format!(
-                        "{missing} has no value for it (a phase or section the other lacks): not comparable"
-                    )),
-                });
-                continue;
-            }
-        };
-        let allowed = tol.of(meta);
-        let limit = match (meta.worse, meta.noisy()) {
-            (Worse::Higher, true) => base * (1.0 + allowed),
-            (Worse::Lower, true) => base * (1.0 - allowed),
-            (Worse::Higher, false) => base + allowed,
-            (Worse::Lower, false) => base - allowed,
-        };
-        let worse = match meta.worse {
-            Worse::Higher => now > limit + 1e-9,
-            Worse::Lower => now < limit - 1e-9,
-        };
-        let how = match (meta.noisy(), allowed == 0.0) {
-            (_, true) => "strict".to_string(),
-            (true, false) => format!("{:.0} % tolerance", allowed * 100.0),
-            (false, false) => format!("± {} tolerance", show(allowed)),
-        };
-        let dir = if meta.worse == Worse::Higher { "<=" } else { ">=" };
-        checks.push(CheckResult {
-            name: format!("{name}{scope} vs baseline"),
-            metric: name.clone(),
-            phase: phase.clone(),
-            value: now.is_finite().then_some(now),
-            expected: format!("{dir} {} (baseline {}, {how})", show(limit), show(base)),
-            passed: !worse,
-            reason: worse.then(|| format!("regressed from {} to {}", show(base), show(now))),
-        });
-    }
-    Verdict::from(checks)
 }
 
 #[cfg(test)]
@@ -257,51 +170,5 @@ mod tests {
         assert!(v.checks[0].reason.as_deref().unwrap().contains(" > "), "{:?}", v.checks[0]);
         let v = evaluate(&s, &[check("stampede.max_fanin", None, Some(1.0), None)]);
         assert!(!v.passed && v.checks[0].reason.as_deref().unwrap().contains("not measured"), "{v:?}");
-    }
-
-    #[test]
-    fn baselines_allow_noise_on_percentiles_but_not_on_ratios() {
-        let base = example();
-        let metrics =
-            vec![("latency.p95_ms".to_string(), Some("fault".to_string())), ("retry.amplification".to_string(), None)];
-        let tol = Tolerances::default();
-        assert!(compare(&base, &base, &metrics, &tol).passed, "a run equals itself");
-        let mut slower = base.clone();
-        let fault = slower.stages.iter_mut().find(|st| st.name == "fault").unwrap();
-        let p = fault.latency_valid_ms.as_mut().unwrap();
-        p.p95 *= 1.05;
-        assert!(compare(&slower, &base, &metrics, &tol).passed, "5 % slower is within 10 %");
-        slower.stages.iter_mut().find(|st| st.name == "fault").unwrap().latency_valid_ms.as_mut().unwrap().p95 *= 1.2;
-        let v = compare(&slower, &base, &metrics, &tol);
-        assert!(!v.passed && v.checks[0].reason.as_deref().unwrap().starts_with("regressed"), "{v:?}");
-        let mut amplified = base.clone();
-        amplified.retry.as_mut().unwrap().amplification.overall += 0.01;
-        assert!(compare(&amplified, &base, &metrics, &tol).passed, "0.01 is noise for A (default ± 0.05)");
-        amplified.retry.as_mut().unwrap().amplification.overall += 0.1;
-        let v = compare(&amplified, &base, &metrics, &tol);
-        assert!(!v.passed, "A 0.11 higher regressed: {v:?}");
-        assert!(v.checks[1].expected.contains("± 0.05"), "{v:?}");
-        // A per-metric tolerance overrides the default, absolute for ratios.
-        let loose =
-            Tolerances { per_metric: [("retry.amplification".to_string(), 0.2)].into(), ..Tolerances::default() };
-        assert!(compare(&amplified, &base, &metrics, &loose).passed);
-        let strict =
-            Tolerances { per_metric: [("retry.amplification".to_string(), 0.0)].into(), ..Tolerances::default() };
-        let mut nudged = base.clone();
-        nudged.retry.as_mut().unwrap().amplification.overall += 0.01;
-        assert!(!compare(&nudged, &base, &metrics, &strict).passed, "0 makes it strict again");
-    }
-
-    #[test]
-    fn a_comparison_that_cannot_be_made_fails() {
-        let base = example();
-        let metrics = vec![("latency.p95_ms".to_string(), Some("no-such-phase".to_string()))];
-        let v = compare(&base, &base, &metrics, &Tolerances::default());
-        assert!(v.checks.is_empty(), "neither run has it: nothing to compare");
-        let mut renamed = base.clone();
-        renamed.stages[1].name = "no-such-phase".into();
-        let v = compare(&renamed, &base, &metrics, &Tolerances::default());
-        assert!(!v.passed, "{v:?}");
-        assert!(v.checks[0].reason.as_deref().unwrap().starts_with("the baseline has no value"), "{v:?}");
     }
 }

@@ -16,7 +16,14 @@ pub fn junit(suite: &str, v: &Verdict) -> String {
     );
     for c in &v.checks {
         out.push_str(&format!("  <testcase classname=\"chaos.gate\" name=\"{}\"", esc(&c.name)));
-        if c.passed {
+        let inconclusive = matches!(c.judgement, Some(crate::gate::judge::Judgement::Inconclusive { .. }));
+        if c.passed && inconclusive {
+            // A distinct state in CI dashboards: neither a pass to trust nor a failure.
+            out.push_str(&format!(
+                ">\n    <skipped message=\"{}\"/>\n  </testcase>\n",
+                esc(c.reason.as_deref().unwrap_or("inconclusive"))
+            ));
+        } else if c.passed {
             out.push_str("/>\n");
         } else {
             out.push_str(&format!(
@@ -49,6 +56,7 @@ mod tests {
                     expected: "<= 1".into(),
                     passed: false,
                     reason: Some("2 > 1".into()),
+                    ..CheckResult::default()
                 },
                 CheckResult {
                     name: "b".into(),
@@ -58,6 +66,7 @@ mod tests {
                     expected: "<= 1".into(),
                     passed: true,
                     reason: None,
+                    ..CheckResult::default()
                 },
             ],
         };
@@ -66,5 +75,22 @@ mod tests {
         assert!(x.contains("<testcase classname=\"chaos.gate\" name=\"a &lt;= 1\">"), "{x}");
         assert!(x.contains("<failure message=\"2 &gt; 1\">measured 2, expected &lt;= 1</failure>"), "{x}");
         assert!(x.contains("<testcase classname=\"chaos.gate\" name=\"b\"/>"), "{x}");
+    }
+
+    #[test]
+    fn an_inconclusive_change_that_passes_is_skipped_not_passed() {
+        use crate::gate::judge::{Judgement, Side};
+        let check = |passed: bool| CheckResult {
+            name: "p95 vs baseline".into(),
+            passed,
+            reason: Some("inconclusive: +8 [−1, +17] reaches past ± 12".into()),
+            judgement: Some(Judgement::Inconclusive { side: Side::Worse, replicates: Some(9) }),
+            ..CheckResult::default()
+        };
+        let x = junit("s", &Verdict { passed: true, checks: vec![check(true)] });
+        assert!(x.contains("<skipped message=\"inconclusive: +8 [−1, +17] reaches past ± 12\"/>"), "{x}");
+        assert!(x.contains("failures=\"0\""), "{x}");
+        let x = junit("s", &Verdict { passed: false, checks: vec![check(false)] });
+        assert!(x.contains("<failure message=\"inconclusive") && !x.contains("<skipped"), "{x}");
     }
 }

@@ -67,7 +67,19 @@ pub fn verdict_table(v: &Verdict) -> String {
     for row in super::verdict_rows(v) {
         t.add_row(row.iter().map(|c| crate::markup::plain(c)));
     }
-    format!("{}\n{t}\n", if v.passed { "gate: PASSED" } else { "gate: FAILED" })
+    let inconclusive = v
+        .checks
+        .iter()
+        .filter(|c| c.passed && matches!(c.judgement, Some(crate::gate::judge::Judgement::Inconclusive { .. })))
+        .count();
+    let head = match (v.passed, inconclusive) {
+        (false, _) => "gate: FAILED".to_string(),
+        (true, 0) => "gate: PASSED".to_string(),
+        (true, n) => format!(
+            "gate: PASSED, {n} inconclusive (their intervals reach past the tolerance: more replicates would tell; --inconclusive fail fails them)"
+        ),
+    };
+    format!("{head}\n{t}\n")
 }
 
 /// Findings as plain lines for a terminal.

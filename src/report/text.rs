@@ -130,13 +130,28 @@ pub(super) fn backlog_wire(wire: &str) -> String {
         .map_or_else(|_| crate::markup::text(wire), |s| backlog(s).to_string())
 }
 
+/// A check's first column: pass/FAIL for a bound, the verdict on the change for a baseline
+/// check judged with its interval.
+fn status(c: &crate::gate::CheckResult) -> &'static str {
+    use crate::gate::judge::Judgement;
+    match (c.judgement, c.passed) {
+        (Some(Judgement::Regressed), _) => "**REGRESSED**",
+        (Some(Judgement::Improved), _) => "improved",
+        (Some(Judgement::Same), _) => "same",
+        (Some(Judgement::Inconclusive { .. }), true) => "inconclusive",
+        (Some(Judgement::Inconclusive { .. }), false) => "**INCONCLUSIVE**",
+        (None, true) => "pass",
+        (None, false) => "**FAIL**",
+    }
+}
+
 /// The verdict as a document block (checks table), for report.md and the terminal.
 pub fn verdict_rows(v: &crate::gate::Verdict) -> Vec<Vec<String>> {
     v.checks
         .iter()
         .map(|c| {
             vec![
-                if c.passed { "pass".into() } else { "**FAIL**".into() },
+                status(c).into(),
                 text(&c.name),
                 c.value.map_or("—".into(), |x| if x.fract() == 0.0 { format!("{x:.0}") } else { format!("{x:.3}") }),
                 text(&c.expected),
