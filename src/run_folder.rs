@@ -48,6 +48,9 @@ pub enum RunFile {
     ReportHtml,
     /// `comparison.json`: runs side by side (a comparison folder, not a run's).
     Comparison,
+    /// `replicates.json`: one scenario run with several seeds, with intervals (a replicates
+    /// folder, not a run's).
+    Replicates,
     /// `probe.ndjson`: one line per metastability probe cell, written as each completes.
     Probe,
     /// `whatif.json`: the run replayed under other policies (`chaos whatif`).
@@ -65,7 +68,7 @@ pub enum RunFile {
 
 impl RunFile {
     /// Every file of a run folder.
-    pub const ALL: [RunFile; 16] = [
+    pub const ALL: [RunFile; 17] = [
         Self::Summary,
         Self::Samples,
         Self::Attempts,
@@ -77,6 +80,7 @@ impl RunFile {
         Self::ReportMd,
         Self::ReportHtml,
         Self::Comparison,
+        Self::Replicates,
         Self::Probe,
         Self::WhatIf,
         Self::Shard,
@@ -98,6 +102,7 @@ impl RunFile {
             Self::ReportMd => "report.md",
             Self::ReportHtml => "report.html",
             Self::Comparison => "comparison.json",
+            Self::Replicates => "replicates.json",
             Self::Probe => "probe.ndjson",
             Self::WhatIf => "whatif.json",
             Self::Shard => "shard.json",

@@ -14,11 +14,16 @@ use super::CliError;
 /// Arguments of `chaos check`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// A run folder written by `chaos run`.
+    /// A run folder written by `chaos run`, or its replicates' folder (`--repeat`).
     pub run_dir: PathBuf,
-    /// A previous run to compare with: its folder or its summary.json.
+    /// A previous run to compare with: its folder, its replicates' folder (`--repeat`) or its
+    /// summary.json.
     #[arg(long)]
     pub baseline: Option<PathBuf>,
+    /// With replicates or a folder of variants: the variant to check (the baseline's run of
+    /// the same variant is its baseline).
+    #[arg(long)]
+    pub variant: Option<String>,
     /// How much worse than the baseline a metric may be. `10%` or `0.1` sets the share for
     /// noisy metrics (percentiles, throughput, recovery time, the knee; default 10 %).
     /// `METRIC=VALUE` sets one metric's: a share for a noisy one, an absolute amount for a
@@ -103,6 +108,77 @@ fn read_summary(path: &Path) -> Result<Summary, CliError> {
     serde_json::from_str(&text).map_err(|e| CliError::Usage(format!("{}: not a chaos summary: {e}", file.display())))
 }
 
+/// One side of a check: a run's replicates in seed order (one run is one replicate), and the
+/// folder whose scenario gives the gate.
+struct Side {
+    runs: Vec<Summary>,
+    gate_folder: Option<PathBuf>,
+}
+
+/// Reads `path`: the replicates of a `--repeat` folder (each trusted, `variant`'s run when
+/// they ran variants), or one run folder, or a summary.json.
+fn read_side(path: &Path, variant: Option<&str>) -> Result<Side, CliError> {
+    let folder = RunFolder::open(path);
+    let replicated: Option<gate::replicates::Replicated> = if path.is_dir() {
+        folder.read_json(RunFile::Replicates).map_err(|e| CliError::Usage(e.to_string()))?
+    } else {
+        None
+    };
+    let Some(r) = replicated else {
+        if variant.is_some() && path.is_dir() && path.join(RunFile::Comparison.name()).exists() {
+            let v = variant.unwrap_or_default();
+            return read_side(&path.join(v), None);
+        }
+        let s = read_summary(path)?;
+        if path.is_dir() {
+            folder.trusted().map_err(crate::report::ReportError::from)?;
+        }
+        return Ok(Side { runs: vec![s], gate_folder: path.is_dir().then(|| path.to_path_buf()) });
+    };
+    let mut runs = Vec::new();
+    let mut gate_folder = None;
+    for x in r.replicates.iter().filter(|x| x.status == "completed") {
+        // A name from a file: one plain folder name, never a way out of this folder.
+        let plain = Path::new(&x.dir).components().count() == 1
+            && matches!(Path::new(&x.dir).components().next(), Some(std::path::Component::Normal(_)));
+        if !plain {
+            return Err(CliError::Usage(format!(
+                "{}: replicate {:?} is not a folder name inside it: a damaged replicates.json",
+                path.join(RunFile::Replicates.name()).display(),
+                x.dir
+            )));
+        }
+        let mut dir = path.join(&x.dir);
+        let has_variants = dir.join(RunFile::Comparison.name()).exists();
+        match (has_variants, variant) {
+            (true, Some(v)) => dir = dir.join(v),
+            (true, None) => {
+                let names: Vec<String> = r.groups.iter().filter_map(|g| g.variant.clone()).collect();
+                return Err(CliError::Usage(format!(
+                    "{}: replicates of variants ({}): name one with --variant",
+                    path.display(),
+                    names.join(", ")
+                )));
+            }
+            (false, Some(v)) => {
+                return Err(CliError::Usage(format!(
+                    "{}: --variant {v}: these replicates ran no variants",
+                    path.display()
+                )));
+            }
+            (false, None) => {}
+        }
+        let s = read_summary(&dir)?;
+        RunFolder::open(&dir).trusted().map_err(crate::report::ReportError::from)?;
+        gate_folder.get_or_insert_with(|| dir.clone());
+        runs.push(s);
+    }
+    if runs.is_empty() {
+        return Err(CliError::Usage(format!("{}: no replicate completed: nothing to judge", path.display())));
+    }
+    Ok(Side { runs, gate_folder })
+}
+
 /// Refuses a baseline from another scenario or time scale: its numbers measure something else
 /// (the comparison's rule, [`gate::compare::comparable`], with any seed).
 fn comparable(run: &Summary, baseline: &Summary, path: &Path) -> Result<(), CliError> {
@@ -127,17 +203,25 @@ pub(super) fn run(args: &Args) -> Result<(), CliError> {
     let folder = RunFolder::open(&args.run_dir);
     // A summary.json given here would get its junit.xml written beside nothing.
     folder.require_folder().map_err(|e| CliError::Usage(e.to_string()))?;
-    let summary = read_summary(&args.run_dir)?;
-    // A summary its records contradict judges nothing, and gets no junit.xml.
-    folder.trusted().map_err(crate::report::ReportError::from)?;
-    let checks = crate::experiment::gate_checks(&folder).map_err(|e| CliError::Usage(e.to_string()))?;
-    let mut verdict = gate::evaluate(&summary, &checks);
-    if let Some(base) = &args.baseline {
-        let baseline = read_summary(base)?;
-        if base.is_dir() {
-            RunFolder::open(base).trusted().map_err(crate::report::ReportError::from)?;
+    // Every summary read is trusted first: one its records contradict judges nothing, and
+    // gets no junit.xml.
+    let side = read_side(&args.run_dir, args.variant.as_deref())?;
+    let policy = if args.inconclusive == "fail" { gate::Inconclusive::Fail } else { gate::Inconclusive::Pass };
+    let checks = match &side.gate_folder {
+        Some(dir) => {
+            crate::experiment::gate_checks(&RunFolder::open(dir)).map_err(|e| CliError::Usage(e.to_string()))?
         }
-        comparable(&summary, &baseline, base)?;
+        None => Vec::new(),
+    };
+    let mut verdict = gate::replicates::over_replicates(&side.runs, &checks, policy);
+    if let Some(base) = &args.baseline {
+        let baseline = read_side(base, args.variant.as_deref())?;
+        for b in &baseline.runs {
+            comparable(&side.runs[0], b, base)?;
+        }
+        for s in &side.runs[1..] {
+            comparable(&side.runs[0], s, &args.run_dir)?;
+        }
         let metrics: Vec<(String, Option<String>)> = if checks.is_empty() {
             gate::DEFAULT_BASELINE_METRICS.iter().map(|m| ((*m).to_string(), None)).collect()
         } else {
@@ -145,16 +229,11 @@ pub(super) fn run(args: &Args) -> Result<(), CliError> {
         };
         let mut seen = std::collections::HashSet::new();
         let metrics: Vec<_> = metrics.into_iter().filter(|m| seen.insert(m.clone())).collect();
-        let cmp = gate::baseline::compare(
-            std::slice::from_ref(&summary),
-            std::slice::from_ref(&baseline),
-            &metrics,
-            &tolerances(&args.tolerance),
-            if args.inconclusive == "fail" { gate::Inconclusive::Fail } else { gate::Inconclusive::Pass },
-        );
+        let cmp = gate::baseline::compare(&side.runs, &baseline.runs, &metrics, &tolerances(&args.tolerance), policy);
         verdict.checks.extend(cmp.checks);
         verdict.passed = verdict.checks.iter().all(|c| c.passed);
     }
+    let summary = &side.runs[0];
     folder
         .write(RunFile::Junit, crate::report::junit(&summary.scenario, &verdict).as_bytes())
         .map_err(|e| CliError::Io { context: "writing junit.xml".into(), source: std::io::Error::other(e) })?;
@@ -162,9 +241,9 @@ pub(super) fn run(args: &Args) -> Result<(), CliError> {
     out.write_all(crate::report::terminal::verdict_table(&verdict).as_bytes())
         .and_then(|()| out.flush())
         .map_err(|source| CliError::Io { context: "writing to stdout".into(), source })?;
-    if summary.status == RunStatus::Aborted {
+    if let Some(aborted) = side.runs.iter().find(|s| s.status == RunStatus::Aborted) {
         return Err(CliError::Aborted {
-            reason: summary.abort_reason.clone().unwrap_or_default(),
+            reason: aborted.abort_reason.clone().unwrap_or_default(),
             dir: args.run_dir.display().to_string(),
         });
     }

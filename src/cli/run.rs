@@ -80,6 +80,11 @@ pub struct Args {
     /// (default: 10m when stderr is a terminal, else 0s); Ctrl-C ends it sooner.
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
     pub serve_linger: Option<std::time::Duration>,
+    /// Run N replicates with seeds seed, seed+1, … (over the scenario's `repeat`): each its
+    /// own run folder (seed-S/), then replicates.json and a report with every gate metric's
+    /// 95 % interval, the gate held to those intervals, and variants compared seed by seed.
+    #[arg(long, value_name = "N")]
+    pub repeat: Option<u32>,
 }
 
 /// An RFC 3339 instant.
@@ -99,19 +104,17 @@ pub(super) async fn run(args: Args) -> Result<(), CliError> {
     if args.verify {
         scenario = scenario.with_verification().map_err(CliError::Usage)?;
     }
+    let repeat = args.repeat.unwrap_or(scenario.repeat);
+    if !(1..=crate::scenario::MAX_REPEAT).contains(&repeat) {
+        return Err(CliError::Usage(format!("--repeat {repeat}: expected 1 to {}", crate::scenario::MAX_REPEAT)));
+    }
+    if repeat > 1 && args.worker.is_some() {
+        return Err(CliError::Usage(
+            "--repeat with --worker: a worker runs one shard of one run; run the replicates from one process, or one sharded run per seed".into(),
+        ));
+    }
     if args.dry_run {
-        if scenario.variants.is_empty() {
-            return print(&experiment::dry_run::timeline(&scenario));
-        }
-        for v in &scenario.variants {
-            print(&format!(
-                "variant `{}`{}\n",
-                v.name,
-                v.description.as_deref().map_or(String::new(), |d| format!(": {d}"))
-            ))?;
-            print(&experiment::dry_run::timeline(&v.scenario))?;
-        }
-        return Ok(());
+        return dry_run(&scenario, repeat);
     }
     if args.serve.is_some() && args.worker.is_some() {
         return Err(CliError::Usage(
@@ -147,7 +150,9 @@ pub(super) async fn run(args: Args) -> Result<(), CliError> {
         ..RunOptions::default()
     };
     options.live = server.as_ref().map(experiment::serve::LiveServer::live);
-    let result = if scenario.variants.is_empty() {
+    let result = if repeat > 1 {
+        run_replicated(&scenario, repeat, &options, stopper.clone()).await
+    } else if scenario.variants.is_empty() {
         match experiment::run(&scenario, &options, stopper.clone()).await {
             Ok(outcome) => finished(&outcome),
             Err(e) => Err(e.into()),
@@ -160,6 +165,29 @@ pub(super) async fn run(args: Args) -> Result<(), CliError> {
         server.shutdown().await;
     }
     result
+}
+
+/// `--dry-run`: the replicates' seeds, then each variant's timeline (or the scenario's).
+fn dry_run(scenario: &Scenario, repeat: u32) -> Result<(), CliError> {
+    if repeat > 1 {
+        print(&format!(
+            "{repeat} replicates, seeds {} to {}, each as below with its own seed\n",
+            scenario.seed,
+            scenario.seed.wrapping_add(u64::from(repeat) - 1)
+        ))?;
+    }
+    if scenario.variants.is_empty() {
+        return print(&experiment::dry_run::timeline(scenario));
+    }
+    for v in &scenario.variants {
+        print(&format!(
+            "variant `{}`{}\n",
+            v.name,
+            v.description.as_deref().map_or(String::new(), |d| format!(": {d}"))
+        ))?;
+        print(&experiment::dry_run::timeline(&v.scenario))?;
+    }
+    Ok(())
 }
 
 /// Starts the live listener and says where the room and the facilitator open it.
@@ -258,6 +286,41 @@ async fn run_variants(scenario: &Scenario, options: &RunOptions, stopper: Stoppe
         }
     }
     first_error.map_or(Ok(()), Err)
+}
+
+/// Every replicate, then their aggregate; exit 3 when a replicate aborted, else 1 when a gate
+/// failed over the replicates.
+async fn run_replicated(
+    scenario: &Scenario,
+    repeat: u32,
+    options: &RunOptions,
+    stopper: Stopper,
+) -> Result<(), CliError> {
+    let all = experiment::run_replicates(scenario, repeat, options, stopper).await?;
+    print(&terminal::replicated(&all.replicated, &all.dir))?;
+    if let Some(e) = &all.report_error {
+        print(&format!("no replicates report: {e}\n"))?;
+    }
+    if !all.skipped.is_empty() {
+        let seeds: Vec<String> = all.skipped.iter().map(u64::to_string).collect();
+        print(&format!("not run (stopped): seeds {}\n", seeds.join(", ")))?;
+    }
+    for (_, r) in &all.runs {
+        for (_, o) in r.runs() {
+            if o.summary.status == RunStatus::Aborted {
+                return Err(CliError::Aborted {
+                    reason: o.summary.abort_reason.clone().unwrap_or_default(),
+                    dir: o.dir.display().to_string(),
+                });
+            }
+        }
+    }
+    for g in &all.replicated.groups {
+        if let Some(v) = g.gate.as_ref().filter(|v| !v.passed) {
+            return super::check::exit_for(v, &all.dir);
+        }
+    }
+    Ok(())
 }
 
 fn exit_for(outcome: &experiment::RunOutcome) -> Result<(), CliError> {

@@ -29,6 +29,7 @@ pub fn generate(format: Format) -> String {
         Format::Comparison => render::<crate::gate::compare::Comparison>(),
         Format::Policy => render::<crate::whatif::Policy>(),
         Format::Whatif => render::<crate::analysis::policy_outcomes::WhatIf>(),
+        Format::Replicates => render::<crate::gate::replicates::Replicated>(),
     }
 }
 

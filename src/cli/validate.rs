@@ -71,7 +71,7 @@ fn check(path: &std::path::Path, kind: Option<Format>) -> Result<String, Scenari
             let policy = crate::whatif::Policy::from_source(&src)?;
             Ok(format!("what-if policy `{}`", policy.name))
         }
-        Format::Summary | Format::Comparison | Format::Whatif => Err(src.invalid(
+        Format::Summary | Format::Comparison | Format::Whatif | Format::Replicates => Err(src.invalid(
             "",
             "an output file written by `chaos run` or `chaos compare`",
             "a file you write (scenario, profile, faults, gateway); check a run with `chaos check RUN_DIR`",

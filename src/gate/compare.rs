@@ -187,24 +187,8 @@ pub fn compare(runs: &[(String, &Summary, Option<&Verdict>)]) -> Comparison {
     let summaries: Vec<&Summary> = runs.iter().map(|(_, s, _)| *s).collect();
     let names = names(&summaries);
     let mut rows = Vec::new();
-    for m in WHOLE_RUN {
-        push_row(&mut rows, &summaries, m, None);
-    }
-    let phases: Vec<String> = {
-        let mut p: Vec<String> = Vec::new();
-        for s in &summaries {
-            for st in s.stages.iter().filter(|st| st.kind == "phase") {
-                if !p.contains(&st.name) {
-                    p.push(st.name.clone());
-                }
-            }
-        }
-        p
-    };
-    for phase in &phases {
-        for m in PER_PHASE {
-            push_row(&mut rows, &summaries, m, Some(phase));
-        }
+    for (m, phase) in compared_metrics(&summaries) {
+        push_row(&mut rows, &summaries, m, phase.as_deref());
     }
     let first = summaries[0];
     let verdict = objective::verdict(&summaries, &names);
@@ -232,6 +216,21 @@ pub fn compare(runs: &[(String, &Summary, Option<&Verdict>)]) -> Comparison {
         notes: notes(&summaries),
         verdict,
     }
+}
+
+/// The metrics a comparison shows (name, phase): the whole run's, then each phase's of any of
+/// `runs`, in the order the phases ran.
+pub fn compared_metrics(runs: &[&Summary]) -> Vec<(&'static str, Option<String>)> {
+    let mut phases: Vec<String> = Vec::new();
+    for s in runs {
+        for st in s.stages.iter().filter(|st| st.kind == "phase") {
+            if !phases.contains(&st.name) {
+                phases.push(st.name.clone());
+            }
+        }
+    }
+    let whole = WHOLE_RUN.iter().map(|m| (*m, None));
+    whole.chain(phases.iter().flat_map(|p| PER_PHASE.iter().map(move |m| (*m, Some(p.clone()))))).collect()
 }
 
 /// Each run's name: its variant, else its run id; a variant that appears twice (two quarters

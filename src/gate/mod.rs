@@ -14,6 +14,7 @@ pub mod baseline;
 pub mod catalogue;
 pub mod compare;
 pub mod judge;
+pub mod replicates;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

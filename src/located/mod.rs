@@ -32,11 +32,13 @@ pub enum Format {
     Policy,
     /// A run's `whatif.json` (`chaos whatif`).
     Whatif,
+    /// A replicates folder's `replicates.json` (`chaos run --repeat`).
+    Replicates,
 }
 
 impl Format {
     /// Every format, for tests.
-    pub const ALL: [Format; 8] = [
+    pub const ALL: [Format; 9] = [
         Self::Scenario,
         Self::Profile,
         Self::Faults,
@@ -45,6 +47,7 @@ impl Format {
         Self::Comparison,
         Self::Policy,
         Self::Whatif,
+        Self::Replicates,
     ];
 
     /// The committed schema's file name under `schemas/`.
@@ -58,6 +61,7 @@ impl Format {
             Self::Comparison => "comparison.schema.json",
             Self::Policy => "policy.schema.json",
             Self::Whatif => "whatif.schema.json",
+            Self::Replicates => "replicates.schema.json",
         }
     }
 }

@@ -12,6 +12,7 @@ pub mod charts;
 pub mod compare;
 pub mod doc;
 mod junit;
+pub mod replicates;
 mod sections;
 pub mod terminal;
 mod text;

@@ -206,3 +206,50 @@ fn num(v: Option<f64>) -> String {
         Some(x) => format!("{x:.0}"),
     }
 }
+
+/// Replicates for a terminal: each replicate's line, the verdicts over them, and the whole
+/// run's metrics with their intervals, one column per variant.
+pub fn replicated(r: &crate::gate::replicates::Replicated, dir: &std::path::Path) -> String {
+    let mut out = format!(
+        "{} — {} replicates (seeds {})\n",
+        visible(&r.scenario),
+        r.replicates.len(),
+        r.replicates.iter().map(|x| x.seed.to_string()).collect::<Vec<_>>().join(", ")
+    );
+    for x in &r.replicates {
+        let _ = writeln!(out, "  seed {}: {} ({})", x.seed, dir.join(&x.dir).display(), visible(&x.status));
+    }
+    let mut t = Table::new();
+    let mut header = vec!["metric (whole run), mean [95 % interval]".to_string()];
+    header.extend(r.groups.iter().map(|g| g.variant.as_deref().map_or_else(|| "value".into(), visible)));
+    t.set_header(header);
+    let first = r.groups.first().map_or(&[][..], |g| &g.rows[..]);
+    for row in first.iter().filter(|row| row.phase.is_none()) {
+        let mut cells = vec![row.metric.clone()];
+        for g in &r.groups {
+            let same = g.rows.iter().find(|x| x.metric == row.metric && x.phase.is_none());
+            cells.push(same.and_then(|x| x.interval).map_or("—".into(), |i| {
+                format!("{} [{}, {}]", crate::gate::show(i.estimate), crate::gate::show(i.lo), crate::gate::show(i.hi))
+            }));
+        }
+        t.add_row(cells);
+    }
+    let _ = writeln!(out, "{t}");
+    for g in &r.groups {
+        if let Some(v) = &g.gate {
+            let who = g.variant.as_deref().map_or_else(String::new, |n| format!("{}: ", visible(n)));
+            let _ = write!(out, "{who}over the replicates, {}", verdict_table(v));
+        }
+    }
+    for d in &r.differences {
+        let _ = write!(
+            out,
+            "{} against {}, seed by seed: {}",
+            visible(&d.candidate),
+            visible(&d.baseline),
+            verdict_table(&d.verdict).replacen("gate: ", "", 1)
+        );
+    }
+    let _ = writeln!(out, "replicates: {}", dir.join("report.md").display());
+    out
+}

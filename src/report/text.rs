@@ -132,7 +132,7 @@ pub(super) fn backlog_wire(wire: &str) -> String {
 
 /// A check's first column: pass/FAIL for a bound, the verdict on the change for a baseline
 /// check judged with its interval.
-fn status(c: &crate::gate::CheckResult) -> &'static str {
+pub(super) fn status(c: &crate::gate::CheckResult) -> &'static str {
     use crate::gate::judge::Judgement;
     match (c.judgement, c.passed) {
         (Some(Judgement::Regressed), _) => "**REGRESSED**",

@@ -50,6 +50,10 @@ pub struct ScenarioFile {
     pub description: Option<String>,
     /// Seed for every random decision (default 1): same seed, same run.
     pub seed: Option<u64>,
+    /// How many replicates `chaos run` makes (default 1; `--repeat` overrides it): seeds
+    /// `seed, seed + 1, …`, each its own run folder, and their 95 % intervals in
+    /// `replicates.json`. A gate judged over replicates tells a change from noise.
+    pub repeat: Option<u32>,
     /// Mock upstreams (at least one).
     #[serde(default)]
     pub upstream: Vec<UpstreamSpec>,
@@ -125,6 +129,8 @@ pub struct Scenario {
     pub description: Option<String>,
     /// Run seed.
     pub seed: u64,
+    /// Replicates a run makes (1: one run).
+    pub repeat: u32,
     /// Resolved upstreams, in file order.
     pub upstreams: Vec<Upstream>,
     /// The fault timeline, `start` counted from the run start (phase anchors resolved, sweep
@@ -233,6 +239,9 @@ pub fn wire_name<T: Serialize>(value: &T) -> String {
 /// condition's fault).
 pub const DEFAULT_TRIGGER: Duration = Duration::from_secs(30);
 
+/// The most replicates one run makes: past this, longer phases narrow an interval more cheaply.
+pub const MAX_REPEAT: u32 = 100;
+
 /// The seed used when a file does not set one.
 pub const DEFAULT_SEED: u64 = 1;
 
@@ -242,7 +251,8 @@ pub const DEFAULT_SEED: u64 = 1;
 /// a scenario. (Gateway policies are recognised by `gateway::GatewayConfig::looks_like`.)
 pub fn detect_format(src: &Source) -> Format {
     const PROFILE_ONLY: [&str; 5] = ["latency", "capacity", "rate_limit", "http", "models"];
-    const SCENARIO_ONLY: [&str; 9] = ["seed", "load", "sut", "fault", "limits", "abort", "gate", "allow_remote", "slo"];
+    const SCENARIO_ONLY: [&str; 10] =
+        ["seed", "repeat", "load", "sut", "fault", "limits", "abort", "gate", "allow_remote", "slo"];
     let keys = src.top_level_keys();
     if !keys.is_empty() && keys.iter().all(|k| k == "fault") {
         return Format::Faults;
@@ -338,6 +348,9 @@ impl Scenario {
                 help: Some("a scenario needs at least one mock upstream, e.g. [[upstream]] name = \"primary\" profile = \"../mock-upstreams/openai.toml\"".into()),
             });
         }
+        if let Some(n) = file.repeat.filter(|n| !(1..=MAX_REPEAT).contains(n)) {
+            errors.push(src.invalid("repeat", format!("{n} replicates"), format!("1 to {MAX_REPEAT} replicates")));
+        }
         let upstreams = resolve_members(src, &Profile::default(), &file.upstream, &mut errors);
         let names: Vec<&str> = upstreams.iter().map(|u| u.name.as_str()).collect();
         if let Some(load) = &file.load {
@@ -371,6 +384,7 @@ impl Scenario {
             name: file.name,
             description: file.description,
             seed: file.seed.unwrap_or(DEFAULT_SEED),
+            repeat: file.repeat.unwrap_or(1),
             upstreams,
             faults,
             triggers,
@@ -420,6 +434,15 @@ impl Scenario {
     pub fn fingerprint(&self) -> String {
         let id = format!("{}\n{}\n{:?}\n{}", self.text, self.time_scale, self.variant, self.seed);
         format!("{:016x}", xxhash_rust::xxh3::xxh3_64(id.as_bytes()))
+    }
+
+    /// The same scenario (and its variants) with another seed: replicate k of `--repeat`.
+    pub fn with_seed(mut self, seed: u64) -> Self {
+        self.seed = seed;
+        for v in &mut self.variants {
+            v.scenario.seed = seed;
+        }
+        self
     }
 
     /// The same scenario with every timeline duration multiplied by `factor` (`--time-scale`):

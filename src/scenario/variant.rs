@@ -33,7 +33,7 @@ pub struct VariantSpec {
 /// Keys of a `[[variant]]` table that are not overrides.
 const OWN_KEYS: [&str; 2] = ["name", "description"];
 /// Scenario keys a variant may not change: they make runs comparable.
-const FIXED: [&str; 3] = ["name", "seed", "variant"];
+const FIXED: [&str; 4] = ["name", "seed", "repeat", "variant"];
 /// Arrays of tables whose elements are addressed by their `name`.
 const NAMED_ARRAYS: [&str; 3] = ["upstream", "fault", "load.phase"];
 

@@ -26,6 +26,7 @@ mod mock_openai_client;
 mod mock_pool;
 mod planted_files;
 mod provider_model;
+mod replicates;
 mod report_example;
 mod run;
 mod run_cli;

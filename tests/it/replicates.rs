@@ -1,0 +1,144 @@
+//! Replicates as users run them (`chaos run --repeat N`): every seed its own folder, the
+//! aggregate with intervals, variants compared seed by seed, and `chaos check` judging a
+//! change with its interval. The known answers: a mock 30 % slower on every answer is
+//! "regressed" on p95; the same system run with other seeds is never "regressed".
+//! (`ci/gate-noise.sh` measures both rates over 20 pairs; the figures are in its header.)
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn chaos() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_chaos"));
+    c.env("RUST_LOG", "warn");
+    c
+}
+
+fn text(out: &Output) -> String {
+    format!("{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+}
+
+/// A 1.5 s phase at 60 req/s straight at a mock whose answers vary (log-normal, p50 40 ms);
+/// the variant `slower` multiplies every answer's time by 1.3.
+fn scenario(dir: &Path, seed: u64) -> PathBuf {
+    let path = dir.join(format!("noise-{seed}.toml"));
+    let text = format!(
+        r#"
+name = "noise"
+seed = {seed}
+
+[[upstream]]
+name = "primary"
+latency = {{ ttft = {{ dist = "lognormal", p50 = "40ms", p99 = "120ms" }}, inter_token = {{ dist = "fixed", value = "0ms" }}, output_tokens = {{ dist = "fixed", value = 1 }} }}
+capacity = {{ slots = 256, queue = 1000 }}
+
+[load]
+stream = false
+timeout = "5s"
+prompts = {{ count = 1000 }}
+
+[[load.phase]]
+name = "steady"
+duration = "1500ms"
+rate = 60.0
+arrival = "poisson"
+
+[[fault]]
+name = "slow"
+kind = "latency"
+multiplier = 1.0
+
+[[variant]]
+name = "same"
+
+[[variant]]
+name = "slower"
+fault.slow.multiplier = 1.3
+"#
+    );
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn json(path: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+#[test]
+fn replicates_of_variants_tell_a_30_percent_slower_mock_from_the_same_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let run = chaos()
+        .args(["run", "--repeat", "3", "--progress", "off", "--out"])
+        .arg(&out)
+        .arg(scenario(dir.path(), 1))
+        .output()
+        .unwrap();
+    assert_eq!(run.status.code(), Some(0), "{}", text(&run));
+    for seed in 1..=3 {
+        for v in ["same", "slower"] {
+            assert!(out.join(format!("seed-{seed}/{v}/summary.json")).exists(), "seed {seed} {v}");
+        }
+    }
+    let r = json(&out.join("replicates.json"));
+    let seeds: Vec<u64> = r["replicates"].as_array().unwrap().iter().map(|x| x["seed"].as_u64().unwrap()).collect();
+    assert_eq!(seeds, [1, 2, 3]);
+    // Each group's p95 of the phase has an interval over the three replicates.
+    for g in r["groups"].as_array().unwrap() {
+        let row =
+            g["rows"].as_array().unwrap().iter().find(|x| x["metric"] == "latency.p95_ms" && x["phase"] == "steady");
+        let i = &row.unwrap()["interval"];
+        assert!(i["lo"].as_f64().unwrap() <= i["estimate"].as_f64().unwrap() && i["n"] == 3, "{g}");
+    }
+    let d = &r["differences"][0];
+    assert_eq!((d["candidate"].as_str(), d["baseline"].as_str()), (Some("slower"), Some("same")));
+    let p95 = d["verdict"]["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "latency.p95_ms [steady] vs baseline")
+        .unwrap();
+    assert_eq!(p95["judgement"]["verdict"], "regressed", "{p95}");
+    let report = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(report.starts_with("# chaos: noise — 3 replicates"), "{report}");
+    assert!(report.contains("`slower` against `same`, seed by seed") && report.contains("**REGRESSED**"), "{report}");
+    assert!(text(&run).contains("slower against same, seed by seed"), "{}", text(&run));
+    // One variant's replicates, checked against the other's with --variant on both sides.
+    let check = chaos().args(["check", "--variant", "slower", "--baseline"]).arg(&out).arg(&out).output().unwrap();
+    assert_eq!(check.status.code(), Some(0), "a run against itself: {}", text(&check));
+    assert!(String::from_utf8_lossy(&check.stdout).contains("| same "), "{}", text(&check));
+    let bare = chaos().args(["check", "--baseline"]).arg(&out).arg(&out).output().unwrap();
+    assert_eq!(bare.status.code(), Some(2), "{}", text(&bare));
+    assert!(text(&bare).contains("name one with --variant"), "{}", text(&bare));
+}
+
+#[test]
+fn the_same_system_with_other_seeds_is_not_regressed_and_a_damaged_replicates_file_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut outs = Vec::new();
+    for seed in [1, 101] {
+        let out = dir.path().join(format!("seed-{seed}"));
+        let run = chaos()
+            .args(["run", "--variant", "same", "--repeat", "3", "--progress", "off", "--out"])
+            .arg(&out)
+            .arg(scenario(dir.path(), seed))
+            .output()
+            .unwrap();
+        assert_eq!(run.status.code(), Some(0), "{}", text(&run));
+        outs.push(out);
+    }
+    let check = chaos().args(["check", "--baseline"]).arg(&outs[0]).arg(&outs[1]).output().unwrap();
+    let said = text(&check);
+    assert_eq!(check.status.code(), Some(0), "{said}");
+    assert!(!said.contains("REGRESSED") && said.contains("3 and 3 replicates"), "{said}");
+    let junit = std::fs::read_to_string(outs[1].join("junit.xml")).unwrap();
+    assert!(junit.contains("failures=\"0\""), "{junit}");
+    // A replicates.json that points outside its folder is damaged input: exit 2, nothing written.
+    let file = outs[1].join("replicates.json");
+    let damaged = std::fs::read_to_string(&file).unwrap().replacen("\"seed-102\"", "\"../seed-1/seed-2\"", 1);
+    std::fs::write(&file, damaged).unwrap();
+    std::fs::remove_file(outs[1].join("junit.xml")).unwrap();
+    let check = chaos().args(["check", "--baseline"]).arg(&outs[0]).arg(&outs[1]).output().unwrap();
+    assert_eq!(check.status.code(), Some(2), "{}", text(&check));
+    assert!(text(&check).contains("not a folder name inside it"), "{}", text(&check));
+    assert!(!outs[1].join("junit.xml").exists());
+}
