@@ -7,6 +7,7 @@
 //! Layer 4: builds on `record`, `run_folder`, `scenario` and `load`'s plain types; must not
 //! depend on `gate`, `report`, `experiment` or `cli`, and never prints.
 
+pub mod batches;
 pub mod capacity;
 pub mod data;
 pub mod findings;
@@ -65,6 +66,11 @@ fn summarise(data: &RunData) -> Summary {
             st.slo = a;
         }
         s.slo = Some(run);
+    }
+    s.batches = batches::analyse_run(&data.samples, &spans(&s), s.objective.as_ref());
+    let batched = batches::analyse(&data.samples, &spans(&s), s.objective.as_ref());
+    for (st, b) in s.stages.iter_mut().zip(batched) {
+        st.batches = b;
     }
     let (sweep, conditions, recommended) = capacity::sweeps(&s);
     (s.sweep, s.conditions, s.recommended) = (sweep, conditions, recommended);

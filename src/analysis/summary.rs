@@ -220,6 +220,10 @@ pub struct StageSummary {
     /// was too short to measure).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slo: Option<super::slo::Attainment>,
+    /// The stage cut into batches of equal send time, for an interval within one run
+    /// (absent when too short or too thin to batch, and in runs before this field).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batches: Option<super::batches::Batches>,
 }
 
 fn yes() -> bool {
@@ -323,6 +327,10 @@ pub struct Summary {
     /// gateway's policy), the N of the reference E\[A\].
     #[serde(default)]
     pub declared_max_retries: Option<u32>,
+    /// The whole run cut into batches of equal measured time, for an interval within one run
+    /// of its whole-run rates (absent when too thin to batch).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batches: Option<super::batches::Batches>,
     /// Knee and safe limit, when the scenario has a sweep.
     #[serde(default)]
     pub sweep: Option<SweepAnalysis>,
@@ -501,6 +509,7 @@ impl Summary {
             upstreams: id.upstreams,
             faults: id.faults,
             declared_max_retries: id.declared_max_retries,
+            batches: None,
             sweep: None,
             retry: None,
             stampede: None,

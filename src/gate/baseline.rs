@@ -6,8 +6,11 @@
 //! - replicates on both sides with the same seeds: the paired difference (replicate k of both
 //!   had the same arrivals and fault decisions, so most of the noise cancels);
 //! - replicates on both sides with other seeds: Welch's difference of the two means;
-//! - one run on a side: no interval. The change is then held to the tolerance as a point
-//!   (today's rule), and the check says so: one run cannot tell its noise from a change.
+//! - one run on a side: that run's own interval from batch means within it
+//!   (`analysis::batches`), combined with the other side's as independent;
+//! - no batches for the metric (a metric that is not batched, a stage too short, a summary
+//!   from before batches): no interval. The change is then held to the tolerance as a point,
+//!   and the check says so.
 //!
 //! Layer 6 (with the rest of `gate`): pure over summaries; must not depend on `report`,
 //! `experiment` or `cli`.
@@ -84,18 +87,37 @@ impl Values {
     }
 }
 
-/// The change `candidate − baseline` with its interval, when the replicates allow one.
-fn change(c: &Values, b: &Values) -> Option<Interval> {
-    if c.values.len() < 2 || b.values.len() < 2 {
-        return None;
+/// The change `candidate − baseline` with its interval: over replicates when both sides have
+/// them; else each side's own interval (batch means within its one run, or its replicates'),
+/// combined as independent. `None` when a side has neither.
+fn change(
+    meta: &Metric,
+    phase: Option<&str>,
+    (c, cand): (&Values, &[Summary]),
+    (b, base): (&Values, &[Summary]),
+) -> Option<Interval> {
+    if c.values.len() >= 2 && b.values.len() >= 2 {
+        if c.seeds == b.seeds {
+            return interval::paired_difference(&c.values, &b.values);
+        }
+        return interval::difference_of(
+            &interval::mean(&c.values, Method::Replicates)?,
+            &interval::mean(&b.values, Method::Replicates)?,
+        );
     }
-    if c.seeds == b.seeds {
-        return interval::paired_difference(&c.values, &b.values);
+    let side = |v: &Values, runs: &[Summary]| match runs {
+        [one] => meta.within_run(one, phase),
+        _ => interval::mean(&v.values, Method::Replicates),
+    };
+    interval::difference_of(&side(c, cand)?, &side(b, base)?)
+}
+
+/// What a side's interval rests on, in words.
+fn rests_on(v: &Values, runs: &[Summary], meta: &Metric, phase: Option<&str>) -> String {
+    match runs {
+        [one] => meta.within_run(one, phase).map_or("one run".into(), |i| format!("one run in {} batches", i.n)),
+        _ => format!("{} replicates", v.values.len()),
     }
-    interval::difference_of(
-        &interval::mean(&c.values, Method::Replicates)?,
-        &interval::mean(&b.values, Method::Replicates)?,
-    )
 }
 
 /// Compares `candidate` with `baseline` (each a run's replicates, in seed order) on `metrics`
@@ -141,13 +163,31 @@ pub fn compare(
             }
         };
         let allowed = tol.of(meta);
-        checks.push(match change(&c, &b) {
-            Some(diff) => judged(check, meta, &c, &b, diff, allowed, on_inconclusive),
-            None => {
-                let why = if c.values.len() < 2 || b.values.len() < 2 {
-                    "one run a side"
+        let p = phase.as_deref();
+        checks.push(match change(meta, p, (&c, candidate), (&b, baseline)) {
+            Some(diff) => {
+                let basis = if c.values.len() >= 2 && b.values.len() >= 2 {
+                    if c.seeds == b.seeds {
+                        format!("{} paired replicates", diff.n)
+                    } else {
+                        format!("{} and {} replicates", c.values.len(), b.values.len())
+                    }
                 } else {
+                    format!(
+                        "batch means within the run: {} against {}",
+                        rests_on(&c, candidate, meta, p),
+                        rests_on(&b, baseline, meta, p)
+                    )
+                };
+                judged(check, meta, b.mean(), (c.mean(), diff, &basis), allowed, on_inconclusive)
+            }
+            None => {
+                let why = if c.values.len() >= 2 && b.values.len() >= 2 {
                     "a replicate has no finite value"
+                } else if meta.within_run(&candidate[0], p).is_none() && meta.within_run(&baseline[0], p).is_none() {
+                    "one run a side, and no batches of this metric within it"
+                } else {
+                    "one run on a side without batches of this metric"
                 };
                 pointwise(check, meta, (c.mean(), b.mean()), allowed, why)
             }
@@ -165,26 +205,26 @@ fn signed(v: f64) -> String {
 fn judged(
     check: CheckResult,
     meta: &Metric,
-    c: &Values,
-    b: &Values,
-    diff: Interval,
+    base: f64,
+    (now, diff, basis): (f64, Interval, &str),
     allowed: f64,
     on_inconclusive: Inconclusive,
 ) -> CheckResult {
-    let base = b.mean();
     let room = if meta.noisy() { allowed * base.abs() } else { allowed };
-    let j = judge(&diff, room, meta.worse);
+    let j = match judge(&diff, room, meta.worse) {
+        // Within one run the count is of batches: as many runs of this length as that many
+        // batches make would tell (a replicate is one more run).
+        Judgement::Inconclusive { side, replicates } if diff.method == Method::BatchMeans => {
+            Judgement::Inconclusive { side, replicates: replicates.map(|r| r.div_ceil(diff.n.max(1)).max(2)) }
+        }
+        j => j,
+    };
     let how = if meta.noisy() {
         format!("{:.0} % of baseline {}", allowed * 100.0, show(base))
     } else {
         format!("baseline {}", show(base))
     };
-    let pairs = if c.seeds == b.seeds {
-        format!("{} paired replicates", diff.n)
-    } else {
-        format!("{} and {} replicates", c.values.len(), b.values.len())
-    };
-    let change = format!("{} [{}, {}] (95 %, {pairs})", signed(diff.estimate), signed(diff.lo), signed(diff.hi));
+    let change = format!("{} [{}, {}] (95 %, {basis})", signed(diff.estimate), signed(diff.lo), signed(diff.hi));
     let passed = match j {
         Judgement::Regressed => false,
         Judgement::Inconclusive { side: Side::Worse, .. } => on_inconclusive == Inconclusive::Pass,
@@ -203,7 +243,7 @@ fn judged(
         ),
     };
     CheckResult {
-        value: Some(c.mean()).filter(|v| v.is_finite()),
+        value: Some(now).filter(|v| v.is_finite()),
         expected: format!("a change within ± {} ({how})", show(room)),
         passed,
         reason: Some(reason),
@@ -377,5 +417,55 @@ mod tests {
         let c = &v.checks[0];
         assert_eq!(c.judgement, Some(Judgement::Regressed), "{c:?}");
         assert!(c.reason.as_deref().unwrap().contains("3 and 4 replicates"), "{c:?}");
+    }
+
+    /// One run a side with its batches: the fault phase's p95 at `p95`, its 10 batches spread
+    /// evenly over ±`spread` around it.
+    fn batched(p95: f64, spread: f64) -> Summary {
+        let mut s = example();
+        *fault_p95(&mut s) = p95;
+        let st = s.stages.iter_mut().find(|st| st.name == "fault").unwrap();
+        st.batches = Some(crate::analysis::batches::Batches {
+            seconds: 1.0,
+            requests: vec![50; 10],
+            latency_valid_ms: (0..10)
+                .map(|k| {
+                    let v = p95 + spread * (k as f64 - 4.5) / 4.5;
+                    Some([v / 2.0, v * 0.9, v, v * 1.2])
+                })
+                .collect(),
+            ..Default::default()
+        });
+        s
+    }
+
+    /// Known answers within one run: the batches' spread over √10 is each side's standard
+    /// error. 300 against 390 with batches ±10 is a regression; 300 against 306 is the same;
+    /// ±150 batches make 330 inconclusive. The check says what the interval rests on.
+    #[test]
+    fn one_run_a_side_is_judged_with_batch_means_when_it_has_them() {
+        let tol = Tolerances::default();
+        let judge_of = |c: &Summary, b: &Summary| {
+            let v = compare(one(c), one(b), &p95_fault(), &tol, Inconclusive::Pass);
+            v.checks[0].clone()
+        };
+        let c = judge_of(&batched(390.0, 10.0), &batched(300.0, 10.0));
+        assert_eq!(c.judgement, Some(Judgement::Regressed), "{c:?}");
+        let reason = c.reason.unwrap();
+        assert!(
+            reason.contains("batch means within the run: one run in 10 batches against one run in 10 batches"),
+            "{reason}"
+        );
+        assert_eq!(judge_of(&batched(306.0, 10.0), &batched(300.0, 10.0)).judgement, Some(Judgement::Same));
+        let wide = judge_of(&batched(330.0, 150.0), &batched(300.0, 150.0));
+        assert!(matches!(wide.judgement, Some(Judgement::Inconclusive { side: Side::Worse, .. })), "{wide:?}");
+        // A whole-run p95 is the worst stage's, with that stage's interval.
+        let whole = vec![("latency.p95_ms".to_string(), None)];
+        let v =
+            compare(one(&batched(39_000.0, 100.0)), one(&batched(30_000.0, 100.0)), &whole, &tol, Inconclusive::Pass);
+        assert_eq!(v.checks[0].judgement, Some(Judgement::Regressed), "{v:?}");
+        // Batches on one side only: no interval, and it says why.
+        let v = compare(one(&batched(390.0, 10.0)), one(&example()), &p95_fault(), &tol, Inconclusive::Pass);
+        assert!(v.checks[0].expected.contains("one run on a side without batches"), "{v:?}");
     }
 }

@@ -8,6 +8,8 @@
 //! `experiment` or `cli`.
 
 use crate::analysis::Summary;
+use crate::analysis::batches::Batches;
+use crate::analysis::interval::{self, Interval, Method};
 use crate::analysis::summary::{Percentiles, StageSummary};
 use crate::record::Outcome;
 
@@ -35,6 +37,8 @@ pub enum Noise {
 pub type StageReader = fn(&StageSummary) -> Option<f64>;
 /// Reads a metric for the whole run; `None` when the run did not measure it.
 pub type RunReader = fn(&Summary) -> Option<f64>;
+/// Reads a metric's value in each batch of a stage (`analysis::batches`), in time order.
+pub type BatchReader = fn(&Batches) -> Vec<f64>;
 
 /// One row of the catalogue.
 #[derive(Clone, Copy, Debug)]
@@ -51,6 +55,8 @@ pub struct Metric {
     stage: Option<StageReader>,
     /// Its value over the whole run; `None`: the worst stage's.
     run: Option<RunReader>,
+    /// Its value per batch of a stage, for an interval within one run; `None`: not batched.
+    batch: Option<BatchReader>,
 }
 
 impl Metric {
@@ -96,12 +102,48 @@ const fn phased(
     stage: StageReader,
     run: Option<RunReader>,
 ) -> Metric {
-    Metric { name, help, worse, noise, stage: Some(stage), run }
+    Metric { name, help, worse, noise, stage: Some(stage), run, batch: None }
+}
+
+impl Metric {
+    /// The same metric, with an interval within one run from its value per batch.
+    const fn batched(self, batch: BatchReader) -> Self {
+        Self { batch: Some(batch), ..self }
+    }
+
+    /// Its value in `s` with a 95 % interval from within the run (batch means): for `phase`;
+    /// over the whole run, the worst stage's interval for a metric whose whole-run value is
+    /// the worst stage's, else the run's own batches. `None` when the metric is not batched or
+    /// the stage (or run) had no batches.
+    pub fn within_run(&self, s: &Summary, phase: Option<&str>) -> Option<Interval> {
+        let (read, batch) = (self.stage?, self.batch?);
+        let (estimate, batches) = match (phase, self.run) {
+            (Some(p), _) => {
+                let stage = s.stages.iter().find(|st| st.name == p)?;
+                (read(stage)?, stage.batches.as_ref()?)
+            }
+            (None, None) => {
+                let worst = self.read(s, None)?;
+                let stage = s.stages.iter().find(|st| read(st) == Some(worst))?;
+                (worst, stage.batches.as_ref()?)
+            }
+            (None, Some(run)) => (run(s)?, s.batches.as_ref()?),
+        };
+        let spread = interval::mean(&batch(batches), Method::BatchMeans)?;
+        let half = spread.half_width();
+        Some(Interval { estimate, lo: estimate - half, hi: estimate + half, n: spread.n, method: Method::BatchMeans })
+    }
+}
+
+/// The batches' latency percentile `k` (0: p50, 1: p90, 2: p95, 3: p99), batches without a
+/// valid answer left out.
+fn batch_latency(b: &Batches, k: usize) -> Vec<f64> {
+    b.latency_valid_ms.iter().flatten().map(|p| p[k]).collect()
 }
 
 /// A metric of the whole run only.
 const fn whole(name: &'static str, help: &'static str, worse: Worse, noise: Noise, run: RunReader) -> Metric {
-    Metric { name, help, worse, noise, stage: None, run: Some(run) }
+    Metric { name, help, worse, noise, stage: None, run: Some(run), batch: None }
 }
 
 use Noise::{Absolute, Relative};
@@ -159,10 +201,14 @@ pub const METRICS: &[Metric] = &[
         Relative,
         |st| latency(st).map(|p| p.p50),
         None,
-    ),
-    phased("latency.p90_ms", "p90 latency, ms", Higher, Relative, |st| latency(st).map(|p| p.p90), None),
-    phased("latency.p95_ms", "p95 latency, ms", Higher, Relative, |st| latency(st).map(|p| p.p95), None),
-    phased("latency.p99_ms", "p99 latency, ms", Higher, Relative, |st| latency(st).map(|p| p.p99), None),
+    )
+    .batched(|b| batch_latency(b, 0)),
+    phased("latency.p90_ms", "p90 latency, ms", Higher, Relative, |st| latency(st).map(|p| p.p90), None)
+        .batched(|b| batch_latency(b, 1)),
+    phased("latency.p95_ms", "p95 latency, ms", Higher, Relative, |st| latency(st).map(|p| p.p95), None)
+        .batched(|b| batch_latency(b, 2)),
+    phased("latency.p99_ms", "p99 latency, ms", Higher, Relative, |st| latency(st).map(|p| p.p99), None)
+        .batched(|b| batch_latency(b, 3)),
     phased("latency.max_ms", "largest latency, ms", Higher, Relative, |st| latency(st).map(|p| p.max), None),
     phased(
         "ttft.p50_ms",
@@ -219,7 +265,8 @@ pub const METRICS: &[Metric] = &[
         RATE,
         |st| (st.requests > 0).then_some(st.valid_rate),
         Some(|s| run_share(s, &[Outcome::Ok])),
-    ),
+    )
+    .batched(|b| b.valid_rate.clone()),
     phased(
         "outcomes.error_rate",
         "share of requests failed (neither ok nor fallback), shed and timeouts included: with `valid_rate` and the fallback share it adds to 100 %",
@@ -227,7 +274,8 @@ pub const METRICS: &[Metric] = &[
         RATE,
         |st| (st.requests > 0).then_some(st.error_rate),
         Some(|s| run_share(s, &[Outcome::Ok, Outcome::Fallback]).map(|ok| 1.0 - ok)),
-    ),
+    )
+    .batched(|b| b.error_rate.clone()),
     phased(
         "outcomes.timeout_rate",
         "share of requests that hit the client timeout (part of `error_rate`)",
@@ -235,7 +283,8 @@ pub const METRICS: &[Metric] = &[
         RATE,
         |st| stage_share(st, Outcome::Timeout),
         Some(|s| run_share(s, &[Outcome::Timeout])),
-    ),
+    )
+    .batched(|b| b.timeout_rate.clone()),
     phased(
         "outcomes.shed_rate",
         "share of requests answered 503 (load shed, at once; part of `error_rate`)",
@@ -243,7 +292,8 @@ pub const METRICS: &[Metric] = &[
         RATE,
         |st| stage_share(st, Outcome::Shed),
         Some(|s| run_share(s, &[Outcome::Shed])),
-    ),
+    )
+    .batched(|b| b.shed_rate.clone()),
     phased(
         "retry.amplification",
         "upstream attempts per client request (per phase: joined by id)",
@@ -361,7 +411,8 @@ pub const METRICS: &[Metric] = &[
         STRICT,
         |st| st.slo.as_ref().map(|a| a.attainment),
         Some(|s| s.slo.as_ref().map(|o| o.run.attainment)),
-    ),
+    )
+    .batched(|b| b.slo_attainment.clone()),
     phased(
         "slo.budget_burned",
         "share of the `[slo]` window's error budget burned, at the run's rate (overall: the run)",

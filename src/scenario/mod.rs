@@ -129,7 +129,8 @@ pub struct Scenario {
     pub description: Option<String>,
     /// Run seed.
     pub seed: u64,
-    /// Replicates a run makes (1: one run).
+    /// Replicates a run makes (1: one run; absent in folders written before replicates).
+    #[serde(default = "one_replicate")]
     pub repeat: u32,
     /// Resolved upstreams, in file order.
     pub upstreams: Vec<Upstream>,
@@ -238,6 +239,10 @@ pub fn wire_name<T: Serialize>(value: &T) -> String {
 /// How long a verification or probe trigger with no `duration` of its own fires (a sweep
 /// condition's fault).
 pub const DEFAULT_TRIGGER: Duration = Duration::from_secs(30);
+
+fn one_replicate() -> u32 {
+    1
+}
 
 /// The most replicates one run makes: past this, longer phases narrow an interval more cheaply.
 pub const MAX_REPEAT: u32 = 100;

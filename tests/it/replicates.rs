@@ -17,7 +17,7 @@ fn text(out: &Output) -> String {
     format!("{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
 }
 
-/// A 1.5 s phase at 60 req/s straight at a mock whose answers vary (log-normal, p50 40 ms);
+/// A 2 s phase at 60 req/s (120 requests: 6 batches within a run) straight at a mock whose answers vary (log-normal, p50 40 ms);
 /// the variant `slower` multiplies every answer's time by 1.3.
 fn scenario(dir: &Path, seed: u64) -> PathBuf {
     let path = dir.join(format!("noise-{seed}.toml"));
@@ -38,7 +38,7 @@ prompts = {{ count = 1000 }}
 
 [[load.phase]]
 name = "steady"
-duration = "1500ms"
+duration = "2s"
 rate = 60.0
 arrival = "poisson"
 
@@ -130,6 +130,16 @@ fn the_same_system_with_other_seeds_is_not_regressed_and_a_damaged_replicates_fi
     let said = text(&check);
     assert_eq!(check.status.code(), Some(0), "{said}");
     assert!(!said.contains("REGRESSED") && said.contains("3 and 3 replicates"), "{said}");
+    // One run a side: each run's own interval from batch means, and still no false alarm.
+    let single = chaos()
+        .args(["check", "--baseline"])
+        .arg(outs[0].join("seed-1"))
+        .arg(outs[1].join("seed-101"))
+        .output()
+        .unwrap();
+    let said = text(&single);
+    assert_eq!(single.status.code(), Some(0), "{said}");
+    assert!(!said.contains("REGRESSED") && said.contains("batch means within the run: one run in "), "{said}");
     let junit = std::fs::read_to_string(outs[1].join("junit.xml")).unwrap();
     assert!(junit.contains("failures=\"0\""), "{junit}");
     // A replicates.json that points outside its folder is damaged input: exit 2, nothing written.

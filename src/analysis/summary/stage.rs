@@ -116,5 +116,6 @@ pub fn stage_summary(
         sustainability,
         measurable: crate::analysis::slo::measurable(requests, measured_s),
         slo: None,
+        batches: None,
     }
 }
