@@ -108,7 +108,7 @@ pub struct Verification {
 }
 
 /// A probe cell's outcome.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum CellVerdict {
     /// Back to the baseline within `within`.
@@ -118,6 +118,7 @@ pub enum CellVerdict {
     /// Not back while the trigger was gone: a metastable failure.
     Stuck,
     /// The cell did not run to its end (the run stopped) or had no baseline.
+    #[default]
     Incomplete,
 }
 
@@ -134,7 +135,7 @@ impl CellVerdict {
 }
 
 /// One cell of the probe.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ProbeCell {
     /// Its id (`cell-3`), the group of its stages and its trigger's window.
     pub cell: String,
@@ -173,7 +174,7 @@ pub struct ProbeCell {
 }
 
 /// `summary.probe`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ProbeAnalysis {
     /// The knee the loads are fractions of, req/s.
     pub knee_rps: f64,

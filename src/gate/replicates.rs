@@ -54,6 +54,56 @@ pub struct Group {
     pub rows: Vec<Row>,
     /// The scenario's gate judged over the replicates (`null`: no `[[gate]]`).
     pub gate: Option<Verdict>,
+    /// The metastability probe's cells over the replicates: stuck in k of n seeds (empty
+    /// without a probe).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub probe: Vec<ProbeShare>,
+}
+
+/// One probe cell (a trigger at a load) over the replicates: in how many seeds it stayed stuck.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ProbeShare {
+    /// The trigger fired.
+    pub trigger: String,
+    /// The load, as a fraction of each replicate's knee.
+    pub fraction: f64,
+    /// Seeds in which the cell stayed stuck after the trigger ended.
+    pub stuck: u64,
+    /// Seeds in which the cell ran to its end (an incomplete cell is not counted).
+    pub of: u64,
+    /// The share stuck with its Wilson 95 % interval (`null`: no seed completed it).
+    pub share: Option<Interval>,
+}
+
+/// The probe cells of `runs` matched by trigger and load fraction, in the first run's order.
+fn probe_shares(runs: &[Summary]) -> Vec<ProbeShare> {
+    use crate::analysis::capacity::CellVerdict;
+    let mut out: Vec<ProbeShare> = Vec::new();
+    for p in runs.iter().filter_map(|s| s.probe.as_ref()) {
+        for c in &p.cells {
+            let at = match out.iter().position(|x| x.trigger == c.trigger && x.fraction == c.fraction) {
+                Some(i) => i,
+                None => {
+                    out.push(ProbeShare {
+                        trigger: c.trigger.clone(),
+                        fraction: c.fraction,
+                        stuck: 0,
+                        of: 0,
+                        share: None,
+                    });
+                    out.len() - 1
+                }
+            };
+            if c.verdict != CellVerdict::Incomplete {
+                out[at].of += 1;
+                out[at].stuck += u64::from(c.verdict == CellVerdict::Stuck);
+            }
+        }
+    }
+    for x in &mut out {
+        x.share = interval::wilson(x.stuck, x.of);
+    }
+    out
 }
 
 /// A variant against the first, replicate by replicate.
@@ -111,6 +161,7 @@ pub fn replicated(replicates: Vec<Replicate>, groups: &[GroupRuns], on_inconclus
                 })
                 .collect(),
             gate: (!checks.is_empty()).then(|| over_replicates(runs, checks, on_inconclusive)),
+            probe: probe_shares(runs),
         })
         .collect();
     let differences = match groups {
@@ -304,5 +355,49 @@ mod tests {
         let p95 = d.verdict.checks.iter().find(|c| c.name == "latency.p95_ms [fault] vs baseline").unwrap();
         assert_eq!(p95.judgement, Some(Judgement::Regressed), "{p95:?}");
         assert!(p95.reason.as_deref().unwrap().contains("3 paired replicates"), "{p95:?}");
+    }
+
+    /// A cell stuck in exactly the seeds drawn stuck: 100 simulated sets of 8 seeds at a cell
+    /// whose true share stuck is 0.4 give k of 8 with a Wilson interval that holds 0.4 in at
+    /// least 90 of them; a cell far below the boundary is 0 of 8, one far above 8 of 8, and an
+    /// incomplete cell is not counted.
+    #[test]
+    fn probe_cells_over_replicates_are_stuck_in_k_of_n_with_an_interval() {
+        use crate::analysis::capacity::{CellVerdict, ProbeAnalysis, ProbeCell};
+        use rand::{RngExt, SeedableRng};
+        let cell = |trigger: &str, fraction: f64, verdict: CellVerdict| ProbeCell {
+            cell: format!("{trigger}@{fraction}"),
+            trigger: trigger.into(),
+            fraction,
+            verdict,
+            ..ProbeCell::default()
+        };
+        let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(9);
+        let mut covered = 0;
+        for _ in 0..100 {
+            let runs: Vec<Summary> = (0..8)
+                .map(|k| {
+                    let mut s = example();
+                    let near = if rng.random::<f64>() < 0.4 { CellVerdict::Stuck } else { CellVerdict::Recovered };
+                    let far = if k == 7 { CellVerdict::Incomplete } else { CellVerdict::Recovered };
+                    s.probe = Some(ProbeAnalysis {
+                        cells: vec![
+                            cell("storm", 0.5, far),
+                            cell("storm", 0.9, near),
+                            cell("storm", 1.2, CellVerdict::Stuck),
+                        ],
+                        ..ProbeAnalysis::default()
+                    });
+                    s
+                })
+                .collect();
+            let shares = probe_shares(&runs);
+            assert_eq!((shares[0].stuck, shares[0].of), (0, 7), "far below, one seed incomplete");
+            assert_eq!(shares[0].share.unwrap().lo, 0.0);
+            assert_eq!((shares[2].stuck, shares[2].of), (8, 8), "far above");
+            assert_eq!(shares[1].of, 8);
+            covered += usize::from(shares[1].share.unwrap().contains(0.4));
+        }
+        assert!(covered >= 90, "Wilson's interval held the true share in {covered} of 100");
     }
 }

@@ -329,6 +329,52 @@ pub(super) fn probe_grid(p: &analysis::capacity::ProbeAnalysis) -> GridChart {
     }
 }
 
+/// The probe over replicates: each cell coloured by the share of seeds it stayed stuck in —
+/// never, in some seeds (the boundary, where the outcome is a probability), or in every one.
+pub(super) fn probe_share_grid(shares: &[crate::gate::replicates::ProbeShare]) -> GridChart {
+    let mut loads: Vec<f64> = shares.iter().map(|c| c.fraction).collect();
+    loads.sort_by(f64::total_cmp);
+    loads.dedup();
+    let mut triggers: Vec<String> = Vec::new();
+    for c in shares {
+        if !triggers.contains(&c.trigger) {
+            triggers.push(c.trigger.clone());
+        }
+    }
+    let cells = shares
+        .iter()
+        .map(|c| {
+            let x = loads.iter().position(|l| *l == c.fraction).unwrap_or(0);
+            let y = triggers.iter().position(|t| *t == c.trigger).unwrap_or(0);
+            let o = match (c.stuck, c.of) {
+                (_, 0) => 3,
+                (0, _) => 0,
+                (k, n) if k == n => 2,
+                _ => 1,
+            };
+            let text = match c.share {
+                Some(i) if c.of > 0 => format!("stuck {} of {} [{:.2}, {:.2}]", c.stuck, c.of, i.lo, i.hi),
+                _ => "no seed completed it".into(),
+            };
+            (x, y, o, text)
+        })
+        .collect();
+    GridChart {
+        title: "Metastability over the replicates: seeds stuck after each trigger (95 % interval)".into(),
+        x_label: "load (fraction of each replicate's knee)".into(),
+        y_label: "trigger".into(),
+        columns: loads.iter().map(|l| format!("{l}")).collect(),
+        rows: triggers,
+        legend: vec![
+            ("recovered in every seed".into(), super::charts::PALETTE[2]),
+            ("stuck in some seeds".into(), super::charts::PALETTE[1]),
+            ("stuck in every seed".into(), super::charts::PALETTE[3]),
+            ("incomplete".into(), plotters::style::RGBColor(190, 190, 190)),
+        ],
+        cells,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

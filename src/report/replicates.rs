@@ -8,6 +8,7 @@
 use std::path::Path;
 
 use super::ReportError;
+use super::charts::Chart;
 use super::doc::{Block, Doc};
 use crate::gate::replicates::{Group, Replicated};
 use crate::gate::{Verdict, show};
@@ -17,9 +18,31 @@ use crate::run_folder::{RunFile, RunFolder};
 /// Writes `report.md` and `report.html` for `r` into `dir`.
 pub fn render(dir: &Path, r: &Replicated) -> Result<(), ReportError> {
     let folder = RunFolder::open(dir);
-    let doc = document(r);
+    let mut drawn = Vec::new();
+    if r.groups.iter().any(|g| !g.probe.is_empty()) {
+        let chart_dir = folder.charts()?;
+        let names: Vec<String> = r.groups.iter().map(|g| g.variant.clone().unwrap_or_default()).collect();
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        for (g, name) in r.groups.iter().zip(super::compare::probe_chart_names(&names)) {
+            if g.probe.is_empty() {
+                continue;
+            }
+            let mut grid = super::chart_set::probe_share_grid(&g.probe);
+            if let Some(v) = &g.variant {
+                grid.title = format!("{v}: {}", grid.title);
+            }
+            match super::charts::write(&Chart::Grid(grid), &chart_dir, &name) {
+                Ok(_) => drawn.push((g.variant.clone(), name)),
+                Err(e) => tracing::warn!(chart = %name, "chart not drawn: {e}"),
+            }
+        }
+    }
+    let doc = document(r, &drawn);
     folder.write(RunFile::ReportMd, doc.markdown().as_bytes()).map_err(ReportError::Write)?;
-    let html = doc.html(&format!("chaos: {} over {} replicates", r.scenario, r.replicates.len()), |_| None);
+    let chart_dir = folder.charts_dir();
+    let html = doc.html(&format!("chaos: {} over {} replicates", r.scenario, r.replicates.len()), |name| {
+        super::charts::read_svg(&chart_dir, name)
+    });
     folder.write(RunFile::ReportHtml, html.as_bytes()).map_err(ReportError::Write)?;
     Ok(())
 }
@@ -49,8 +72,8 @@ fn gate_line(g: &Group, v: &Verdict) -> String {
     line
 }
 
-/// The document.
-pub fn document(r: &Replicated) -> Doc {
+/// The document; `charts` are the probe grids drawn, by variant.
+pub fn document(r: &Replicated, charts: &[(Option<String>, String)]) -> Doc {
     let mut d = Doc::default();
     let seeds: Vec<u64> = r.replicates.iter().map(|x| x.seed).collect();
     let variants: Vec<String> = r.groups.iter().filter_map(|g| g.variant.as_deref().map(code)).collect();
@@ -85,6 +108,7 @@ pub fn document(r: &Replicated) -> Doc {
             })
             .collect();
         d.push(Block::Table(header, rows));
+        probe(&mut d, g, charts);
     }
     d.push(Block::Heading(2, "Replicates".into()));
     d.push(Block::List(
@@ -96,6 +120,34 @@ pub fn document(r: &Replicated) -> Doc {
             .collect(),
     ));
     d
+}
+
+/// A group's probe over the replicates: the grid, then each cell's k of n with its interval.
+fn probe(d: &mut Doc, g: &Group, charts: &[(Option<String>, String)]) {
+    if g.probe.is_empty() {
+        return;
+    }
+    d.push(Block::Heading(3, format!("Metastability probe of {} over the replicates", group_name(g))));
+    d.push(Block::Para(
+        "Near the boundary a cell's outcome is a probability, not a property: each cell says in how many seeds it stayed stuck after its trigger ended, with Wilson's 95 % interval on that share.".into(),
+    ));
+    if let Some((_, name)) = charts.iter().find(|(v, _)| *v == g.variant) {
+        d.push(Block::Chart(name.clone(), "probe cells coloured by the share of seeds stuck".into()));
+    }
+    d.push(Block::Table(
+        vec!["trigger".into(), "load (fraction of the knee)".into(), "stuck in".into(), "share stuck, 95 %".into()],
+        g.probe
+            .iter()
+            .map(|c| {
+                vec![
+                    code(&c.trigger),
+                    show(c.fraction),
+                    format!("{} of {} seeds", c.stuck, c.of),
+                    c.share.map_or("—".into(), |i| format!("{} [{}, {}]", show(i.estimate), show(i.lo), show(i.hi))),
+                ]
+            })
+            .collect(),
+    ));
 }
 
 /// The gates and the variants' differences.
@@ -130,5 +182,48 @@ fn verdicts(d: &mut Doc, r: &Replicated) {
                 })
                 .collect(),
         ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::interval::wilson;
+    use crate::gate::replicates::{ProbeShare, Replicate};
+
+    /// The probe over replicates is drawn and tabled as k of n with its interval, and every
+    /// name the folder carries is escaped.
+    #[test]
+    fn the_probe_over_replicates_reads_as_k_of_n_and_names_are_escaped() {
+        let share = |fraction: f64, stuck: u64| ProbeShare {
+            trigger: "storm<b>".into(),
+            fraction,
+            stuck,
+            of: 5,
+            share: wilson(stuck, 5),
+        };
+        let r = Replicated {
+            scenario: "probe <script>".into(),
+            time_scale: 1.0,
+            replicates: (1..=5)
+                .map(|s| Replicate { seed: s, dir: format!("seed-{s}"), status: "completed".into() })
+                .collect(),
+            groups: vec![Group {
+                variant: None,
+                rows: Vec::new(),
+                gate: None,
+                probe: vec![share(0.5, 0), share(0.9, 3), share(1.2, 5)],
+            }],
+            differences: Vec::new(),
+        };
+        let dir = tempfile::tempdir().unwrap();
+        render(dir.path(), &r).unwrap();
+        let md = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
+        assert!(md.contains("| `storm<b>` | 0.900 | 3 of 5 seeds | 0.600 \\[0.231, 0.882\\] |"), "{md}");
+        assert!(md.contains("0 of 5 seeds") && md.contains("5 of 5 seeds"), "{md}");
+        let html = std::fs::read_to_string(dir.path().join("report.html")).unwrap();
+        assert!(!html.contains("<script>") && !html.contains("<b>"), "names are escaped");
+        assert!(html.contains("<svg"), "the grid is inlined");
+        assert!(dir.path().join("charts/compare-probe-run-1.svg").exists());
     }
 }
