@@ -12,7 +12,9 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{Verdict, Worse, metric, value};
+use super::judge::{Judgement, judge};
+use super::{Tolerances, Verdict, Worse, metric, value};
+use crate::analysis::interval::{Interval, difference_of};
 
 mod objective;
 use crate::analysis::Summary;
@@ -55,6 +57,27 @@ pub struct Row {
     pub shown: Vec<String>,
     /// The last run against the first, in words (`−92 %, better`).
     pub change: String,
+    /// Each run's value with its 95 % interval from within the run (batch means; `null`: the
+    /// metric or the run has no batches).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub intervals: Vec<Option<Interval>>,
+    /// Change points: consecutive runs whose intervals put the change past the metric's
+    /// tolerance (regressed or improved; runs in the order given, oldest first for a history).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub changes: Vec<Change>,
+}
+
+/// A change point between two consecutive runs of a row.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Change {
+    /// The earlier run (index into `runs`).
+    pub from: usize,
+    /// The later run.
+    pub to: usize,
+    /// Regressed or improved.
+    pub judgement: Judgement,
+    /// The later run − the earlier, with its 95 % interval.
+    pub change: Interval,
 }
 
 /// `comparison.json`.
@@ -258,13 +281,40 @@ fn push_row(rows: &mut Vec<Row>, runs: &[&Summary], name: &str, phase: Option<&s
     let shown = values.iter().map(|v| v.map_or("—".into(), |v| show(name, v))).collect();
     let judged = runs[0].objective.is_none() || !name.starts_with("outcomes.");
     let change = change(name, values[0], values[values.len() - 1], judged);
+    let meta = metric(name);
+    let intervals: Vec<Option<Interval>> = runs.iter().map(|s| meta.and_then(|m| m.within_run(s, phase))).collect();
+    let changes = match meta {
+        Some(m) if judged && name != "requests" && name != "outcomes.shed_rate" => change_points(m, &intervals),
+        _ => Vec::new(),
+    };
     rows.push(Row {
         metric: name.into(),
         phase: phase.map(str::to_string),
         values: values.iter().map(|v| v.filter(|v| v.is_finite())).collect(),
         shown,
         change,
+        intervals: if intervals.iter().any(Option::is_some) { intervals } else { Vec::new() },
+        changes,
     });
+}
+
+/// The consecutive runs whose change, judged with both runs' intervals against the metric's
+/// default tolerance, is a regression or an improvement.
+fn change_points(m: &super::Metric, intervals: &[Option<Interval>]) -> Vec<Change> {
+    let allowed = Tolerances::default().of(m);
+    (1..intervals.len())
+        .filter_map(|to| {
+            let (a, b) = (intervals[to - 1]?, intervals[to]?);
+            let diff = difference_of(&b, &a)?;
+            let room = if m.noisy() { allowed * a.estimate.abs() } else { allowed };
+            match judge(&diff, room, m.worse) {
+                j @ (Judgement::Regressed | Judgement::Improved) => {
+                    Some(Change { from: to - 1, to, judgement: j, change: diff })
+                }
+                _ => None,
+            }
+        })
+        .collect()
 }
 
 /// A value as the table shows it: rates as percentages, ms and counts whole, ratios to 2 places.

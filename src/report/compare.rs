@@ -41,7 +41,15 @@ pub fn render_comparison(dir: &Path, c: &Comparison, runs: &[RunSeries<'_>]) -> 
             Err(e) => tracing::warn!(chart = %name, "chart not drawn: {e}"),
         }
     }
+    let mut history = Vec::new();
+    for (name, chart) in super::history::charts(c) {
+        match charts::write(&chart, &chart_dir, &name) {
+            Ok(_) => history.push(name),
+            Err(e) => tracing::warn!(chart = %name, "chart not drawn: {e}"),
+        }
+    }
     let mut doc = document(c, &drawn);
+    super::history::section(&mut doc, c, &history);
     whatif(&mut doc, runs);
     folder.write(RunFile::ReportMd, doc.markdown().as_bytes()).map_err(ReportError::Write)?;
     let html = doc.html(&format!("chaos: {} compared", c.scenario), |name| charts::read_svg(&chart_dir, name));

@@ -11,6 +11,7 @@ mod chart_set;
 pub mod charts;
 pub mod compare;
 pub mod doc;
+mod history;
 mod junit;
 pub mod replicates;
 mod sections;
