@@ -105,13 +105,19 @@ pub(super) async fn run(args: Args) -> Result<(), CliError> {
         scenario = scenario.with_verification().map_err(CliError::Usage)?;
     }
     let repeat = args.repeat.unwrap_or(scenario.repeat);
+    scenario.repeat = repeat;
     if !(1..=crate::scenario::MAX_REPEAT).contains(&repeat) {
         return Err(CliError::Usage(format!("--repeat {repeat}: expected 1 to {}", crate::scenario::MAX_REPEAT)));
     }
     if repeat > 1 && args.worker.is_some() {
-        return Err(CliError::Usage(
-            "--repeat with --worker: a worker runs one shard of one run; run the replicates from one process, or one sharded run per seed".into(),
-        ));
+        return Err(CliError::Usage(format!(
+            "--worker with {repeat} replicates (repeat or --repeat): a worker runs one shard of one run; give --repeat 1, and one sharded run per seed"
+        )));
+    }
+    if repeat > 1 && args.serve.is_some() {
+        return Err(CliError::Usage(format!(
+            "--serve with {repeat} replicates (repeat or --repeat): the live page follows one run; give --repeat 1 for the game day, and run the replicates without the page"
+        )));
     }
     if args.dry_run {
         return dry_run(&scenario, repeat);

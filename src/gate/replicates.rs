@@ -206,9 +206,12 @@ pub fn over_replicates(runs: &[Summary], checks: &[GateCheck], on_inconclusive: 
             let Some(i) = finite(&values).and_then(|v| interval::mean(&v, Method::Replicates)) else {
                 // A replicate without the value (or never recovered): judged replicate by
                 // replicate, and every one must pass.
-                let each: Vec<Verdict> = runs.iter().map(|s| evaluate(s, std::slice::from_ref(c))).collect();
-                let failed = each.iter().filter(|v| !v.passed).count();
-                let mut r = each.into_iter().find(|v| !v.passed).unwrap_or_default().checks.pop().unwrap_or_default();
+                let mut each: Vec<CheckResult> =
+                    runs.iter().filter_map(|s| evaluate(s, std::slice::from_ref(c)).checks.pop()).collect();
+                let failed = each.iter().filter(|r| !r.passed).count();
+                // The first replicate that failed speaks for the check, else the first.
+                let at = each.iter().position(|r| !r.passed).unwrap_or(0);
+                let mut r = each.swap_remove(at);
                 if failed > 0 {
                     r.reason = Some(format!(
                         "{} (failed in {failed} of {} replicates)",
@@ -321,6 +324,13 @@ mod tests {
         assert!(matches!(c.judgement, Some(Judgement::Inconclusive { replicates: Some(n), .. }) if n > 4), "{c:?}");
         assert!(v.passed, "inconclusive passes by default");
         assert!(!over_replicates(&r, &[at_most(310.0)], Inconclusive::Fail).passed);
+        // A replicate without the phase: judged replicate by replicate, and it fails, saying
+        // in how many.
+        let mut missing = r.clone();
+        missing[2].stages.retain(|st| st.name != "fault");
+        let v = over_replicates(&missing, &[at_most(400.0)], Inconclusive::Pass);
+        assert!(!v.passed && v.checks[0].reason.as_deref().unwrap().contains("(failed in 1 of 4 replicates)"), "{v:?}");
+        assert_eq!(v.checks[0].name, "latency.p95_ms [fault] <= 400");
         // One replicate: judged as one run is.
         let one = over_replicates(&r[..1], &[at_most(289.0)], Inconclusive::Pass);
         assert!(!one.passed && one.checks[0].reason.as_deref().unwrap().contains("290 > 289"), "{one:?}");

@@ -323,6 +323,15 @@ impl Scenario {
         if !self.variants.is_empty() {
             return Some(format!("{}: a sharded run runs one variant: add --variant NAME", self.path.display()));
         }
+        if self.repeat > 1 {
+            return Some(format!(
+                "{}: repeat = {}: a sharded run is one replicate; run one sharded run per seed (seed = {}, {}, …) and compare them",
+                self.path.display(),
+                self.repeat,
+                self.seed,
+                self.seed.wrapping_add(1)
+            ));
+        }
         None
     }
 

@@ -152,3 +152,24 @@ fn the_same_system_with_other_seeds_is_not_regressed_and_a_damaged_replicates_fi
     assert!(text(&check).contains("not a folder name inside it"), "{}", text(&check));
     assert!(!outs[1].join("junit.xml").exists());
 }
+
+/// Replicates are one process's: a worker, the live page and the Kubernetes renderer refuse a
+/// scenario that asks for them (exit 2, before anything starts), and `--dry-run` lists the seeds.
+#[test]
+fn replicates_are_refused_where_one_run_is_meant_and_a_dry_run_lists_them() {
+    let refused = |args: &[&str], says: &str| {
+        let out = chaos().args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", text(&out));
+        assert!(text(&out).contains(says), "{args:?}: {}", text(&out));
+    };
+    refused(
+        &["run", "ci/gate.toml", "--worker", "0/2", "--start-at", "2026-12-01T15:00:00Z"],
+        "a worker runs one shard of one run; give --repeat 1",
+    );
+    refused(&["run", "ci/gate.toml", "--serve", "127.0.0.1:0"], "the live page follows one run");
+    refused(&["run", "ci/gate.toml", "--repeat", "0"], "--repeat 0: expected 1 to 100");
+    refused(&["k8s", "render", "ci/gate.toml", "--workers", "2"], "repeat = 3: a sharded run is one replicate");
+    let dry = chaos().args(["run", "ci/gate.toml", "--dry-run"]).output().unwrap();
+    assert_eq!(dry.status.code(), Some(0), "{}", text(&dry));
+    assert!(text(&dry).starts_with("3 replicates, seeds 7 to 9"), "{}", text(&dry));
+}
