@@ -137,18 +137,14 @@ fn read_side(path: &Path, variant: Option<&str>) -> Result<Side, CliError> {
     };
     let mut runs = Vec::new();
     let mut gate_folder = None;
-    for x in r.replicates.iter().filter(|x| x.status == "completed") {
-        // A name from a file: one plain folder name, never a way out of this folder.
-        let plain = Path::new(&x.dir).components().count() == 1
-            && matches!(Path::new(&x.dir).components().next(), Some(std::path::Component::Normal(_)));
-        if !plain {
-            return Err(CliError::Usage(format!(
-                "{}: replicate {:?} is not a folder name inside it: a damaged replicates.json",
-                path.join(RunFile::Replicates.name()).display(),
-                x.dir
-            )));
-        }
-        let mut dir = path.join(&x.dir);
+    let (dirs, _) = r.folders().map_err(|why| {
+        CliError::Usage(format!(
+            "{}: {why}: a damaged replicates.json",
+            path.join(RunFile::Replicates.name()).display()
+        ))
+    })?;
+    for x in dirs {
+        let mut dir = path.join(x);
         let has_variants = dir.join(RunFile::Comparison.name()).exists();
         match (has_variants, variant) {
             (true, Some(v)) => dir = dir.join(v),

@@ -50,7 +50,7 @@ use drive::{Plan, Started, start_and_drive};
 pub use error::RunError;
 pub use finish::{CompareError, Finished, check_compare_out, compare_runs, finish, gate_checks, refinish};
 pub use progress::ProgressMode;
-pub use replicates::{ReplicateRun, ReplicatesOutcome, run_replicates};
+pub use replicates::{ReplicateRun, ReplicatesOutcome, rereport, run_replicates};
 pub use stopper::Stopper;
 pub use variants::{VariantsOutcome, run_variants};
 pub use worker::{SHARED_T0_US, WorkerOptions, shard_file, shared_clock, shared_mock_urls};

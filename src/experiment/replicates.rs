@@ -90,7 +90,14 @@ pub async fn run_replicates(
         runs.push((seed, run));
     }
     let replicated = aggregate(scenario, &dir, &runs);
-    parent.write_json(RunFile::Replicates, &replicated)?;
+    let report_error = write(&parent, &scenario.name, &replicated)?;
+    Ok(ReplicatesOutcome { dir, runs, skipped, replicated, report_error })
+}
+
+/// Writes `replicates.json`, `junit.xml` (the gate over the replicates, when there is one)
+/// and the report; a report that could not be written is returned, not an error.
+fn write(parent: &RunFolder, scenario: &str, replicated: &Replicated) -> Result<Option<String>, RunError> {
+    parent.write_json(RunFile::Replicates, replicated)?;
     // CI reads the gate over the replicates where it reads a run's: junit.xml.
     let mut gate = crate::gate::Verdict { passed: true, checks: Vec::new() };
     for g in &replicated.groups {
@@ -101,13 +108,40 @@ pub async fn run_replicates(
         }
     }
     if !gate.checks.is_empty() {
-        parent.write(RunFile::Junit, crate::report::junit(&scenario.name, &gate).as_bytes())?;
+        parent.write(RunFile::Junit, crate::report::junit(scenario, &gate).as_bytes())?;
     }
-    let report_error = crate::report::replicates::render(&dir, &replicated).err().map(|e| {
+    Ok(crate::report::replicates::render(parent.dir(), replicated).err().map(|e| {
         tracing::warn!("replicates report not written: {e}");
         e.to_string()
-    });
-    Ok(ReplicatesOutcome { dir, runs, skipped, replicated, report_error })
+    }))
+}
+
+/// `chaos report` of a replicates folder, after each replicate's own report was rewritten:
+/// the aggregate again from the replicates' summaries and gates, written as `chaos run` writes
+/// it. Returns it, and why the report could not be written if it could not.
+pub fn rereport(dir: &std::path::Path, saved: &Replicated) -> Result<(Replicated, Option<String>), RunError> {
+    let (dirs, variants) = saved.folders().map_err(|why| RunError::Worker(format!("{}: {why}", dir.display())))?;
+    let folder = |replicate: &str, variant: Option<&str>| {
+        let d = dir.join(replicate);
+        RunFolder::open(variant.map_or(d.clone(), |v| d.join(v)))
+    };
+    let names: Vec<Option<&str>> =
+        if variants.is_empty() { vec![None] } else { variants.into_iter().map(Some).collect() };
+    let mut groups = Vec::new();
+    for v in names {
+        let mut summaries = Vec::new();
+        for d in &dirs {
+            summaries.push(folder(d, v).summary()?);
+        }
+        let checks = match dirs.first() {
+            Some(d) => super::gate_checks(&folder(d, v))?,
+            None => Vec::new(),
+        };
+        groups.push((v.map(str::to_string), summaries, checks));
+    }
+    let replicated = replicated(saved.replicates.clone(), &groups, Inconclusive::Pass);
+    let report_error = write(&RunFolder::open(dir), &saved.scenario, &replicated)?;
+    Ok((replicated, report_error))
 }
 
 /// The replicates' aggregate: only replicates in which every variant completed count, so the

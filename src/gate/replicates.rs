@@ -40,6 +40,7 @@ pub struct Row {
     /// Each replicate's value, in seed order (`null`: not measured, or never).
     pub values: Vec<Option<f64>>,
     /// The values as shown (`never` for a recovery that did not come, `—` unmeasured).
+    #[serde(default)]
     pub shown: Vec<String>,
     /// The mean with its 95 % interval (`null`: fewer than two finite values).
     pub interval: Option<Interval>,
@@ -132,6 +133,33 @@ pub struct Replicated {
     /// With variants: each later one against the first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub differences: Vec<Difference>,
+}
+
+impl Replicated {
+    /// The completed replicates' folder names and the variants' names, each checked to be one
+    /// plain folder name: the file may come from anywhere, and a name is never a way out of its
+    /// folder.
+    pub fn folders(&self) -> Result<(Vec<&str>, Vec<&str>), String> {
+        let plain = |name: &str| {
+            let mut parts = std::path::Path::new(name).components();
+            matches!((parts.next(), parts.next()), (Some(std::path::Component::Normal(_)), None))
+        };
+        let mut dirs = Vec::new();
+        for x in self.replicates.iter().filter(|x| x.status == "completed") {
+            if !plain(&x.dir) {
+                return Err(format!("replicate {:?} is not a folder name inside it", x.dir));
+            }
+            dirs.push(x.dir.as_str());
+        }
+        let mut variants = Vec::new();
+        for v in self.groups.iter().filter_map(|g| g.variant.as_deref()) {
+            if !plain(v) {
+                return Err(format!("variant {v:?} is not a folder name"));
+            }
+            variants.push(v);
+        }
+        Ok((dirs, variants))
+    }
 }
 
 /// One group's input: its variant, its summaries in seed order, and its gate.

@@ -91,7 +91,13 @@ pub fn document(r: &Replicated, charts: &[(Option<String>, String)]) -> Doc {
     }
     verdicts(&mut d, r);
     for g in &r.groups {
-        d.push(Block::Heading(2, format!("{} over the replicates", group_name(g))));
+        d.push(Block::Heading(
+            2,
+            match &g.variant {
+                Some(v) => format!("{} over the replicates", code(v)),
+                None => "Every metric over the replicates".into(),
+            },
+        ));
         let mut header = vec!["metric".to_string(), "phase".into(), "mean".into(), "95 % interval".into()];
         header.extend(seeds.iter().map(|s| format!("seed {s}")));
         let rows = g
@@ -153,11 +159,22 @@ fn probe(d: &mut Doc, g: &Group, charts: &[(Option<String>, String)]) {
 /// The gates and the variants' differences.
 fn verdicts(d: &mut Doc, r: &Replicated) {
     d.push(Block::Heading(2, "Verdict".into()));
-    let mut lines: Vec<String> = r.groups.iter().filter_map(|g| g.gate.as_ref().map(|v| gate_line(g, v))).collect();
-    if lines.is_empty() {
-        lines.push("The scenario has no `[[gate]]`: the intervals below are the result.".into());
+    if r.groups.iter().all(|g| g.gate.is_none()) {
+        d.push(Block::Para("The scenario has no `[[gate]]`: the intervals below are the result.".into()));
     }
-    d.push(Block::List(lines));
+    for g in &r.groups {
+        if let Some(v) = &g.gate {
+            d.push(Block::Para(gate_line(g, v)));
+            d.push(Block::Table(
+                vec!["".into(), "check".into(), "mean".into(), "held to".into(), "over the replicates".into()],
+                super::text::verdict_rows(v),
+            ));
+        }
+    }
+    d.push(Block::Para(
+        "Each replicate's own report (linked at the end) tells what happened in it, with its findings and charts."
+            .into(),
+    ));
     for diff in &r.differences {
         d.push(Block::Heading(3, format!("{} against {}, seed by seed", code(&diff.candidate), code(&diff.baseline))));
         d.push(Block::Table(

@@ -186,7 +186,8 @@ fn bad_arguments_and_a_scenario_without_load_exit_2() {
     assert!(text(&out).1.contains("--time-scale"), "{:?}", text(&out));
 }
 
-/// Runs `ci/gate.toml` with `policy`; returns (exit code, stdout, run folder).
+/// Runs one replicate of `ci/gate.toml` (`--repeat 1`) with `policy`; returns (exit code,
+/// stdout, run folder).
 fn gate_run(dir: &Path, policy: &str) -> (Option<i32>, String, PathBuf) {
     let toml = std::fs::read_to_string("ci/gate.toml")
         .unwrap()
@@ -195,11 +196,54 @@ fn gate_run(dir: &Path, policy: &str) -> (Option<i32>, String, PathBuf) {
     let scenario = dir.join(format!("gate-{policy}.toml"));
     std::fs::write(&scenario, toml).unwrap();
     let out_dir = dir.join(policy);
-    let out =
-        chaos().arg("run").arg(&scenario).arg("--out").arg(&out_dir).args(["--progress", "off"]).output().unwrap();
+    let out = chaos()
+        .arg("run")
+        .arg(&scenario)
+        .arg("--out")
+        .arg(&out_dir)
+        .args(["--progress", "off", "--repeat", "1"])
+        .output()
+        .unwrap();
     let (stdout, stderr) = text(&out);
     eprintln!("{stderr}");
     (out.status.code(), stdout, out_dir)
+}
+
+/// The CI gate as shipped (three replicates, seeds 7–9) against the hardened gateway, at
+/// 0.4× time: the replicates' folder holds the gate over them in `junit.xml` and its report,
+/// and `chaos check` of it against itself finds every metric the same, seed by seed.
+#[test]
+fn the_shipped_ci_gate_runs_three_replicates_and_judges_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = dir.path().join("gate.toml");
+    let toml = std::fs::read_to_string("ci/gate.toml")
+        .unwrap()
+        .replace("../mock-upstreams/", &format!("{}/mock-upstreams/", env!("CARGO_MANIFEST_DIR")));
+    assert!(toml.contains("\nrepeat = 3\n"), "the shipped gate runs replicates");
+    std::fs::write(&scenario, toml).unwrap();
+    let out_dir = dir.path().join("run");
+    let out = chaos()
+        .arg("run")
+        .arg(&scenario)
+        .arg("--out")
+        .arg(&out_dir)
+        .args(["--progress", "off", "--time-scale", "0.4"])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    for seed in [7, 8, 9] {
+        assert!(out_dir.join(format!("seed-{seed}/summary.json")).exists(), "seed {seed}");
+    }
+    let junit = std::fs::read_to_string(out_dir.join("junit.xml")).unwrap();
+    assert!(junit.contains("tests=\"5\" failures=\"0\""), "{junit}");
+    let md = std::fs::read_to_string(out_dir.join("report.md")).unwrap();
+    assert!(md.contains("gate **passed** over the replicates"), "{md}");
+    assert!(md.contains("(95 %, 3 replicates): within the bound"), "{md}");
+    let check = chaos().arg("check").arg(&out_dir).arg("--baseline").arg(&out_dir).output().unwrap();
+    let (said, _) = text(&check);
+    assert_eq!(check.status.code(), Some(0), "{said}");
+    assert!(said.contains("| same ") && said.contains("3 paired replicates") && !said.contains("REGRESSED"), "{said}");
 }
 
 #[test]
