@@ -182,15 +182,16 @@ fn comparable(run: &Summary, baseline: &Summary, path: &Path) -> Result<(), CliE
         .map_err(|why| CliError::Usage(format!("{}: not a comparable baseline: {why}", path.display())))
 }
 
-/// Exit 1 when a check failed.
-pub(super) fn exit_for(v: &Verdict, dir: &Path) -> Result<(), CliError> {
+/// Exit 1 when a check failed; `verdict` is the file that holds it (a run's report.md, or the
+/// junit.xml `chaos check` wrote).
+pub(super) fn exit_for(v: &Verdict, verdict: &Path) -> Result<(), CliError> {
     if v.passed {
         Ok(())
     } else {
         Err(CliError::GateFailed {
             failed: v.checks.iter().filter(|c| !c.passed).count(),
             total: v.checks.len(),
-            dir: dir.join("report.md").display().to_string(),
+            dir: verdict.display().to_string(),
         })
     }
 }
@@ -249,7 +250,7 @@ pub(super) fn run(args: &Args) -> Result<(), CliError> {
             args.run_dir.display()
         )));
     }
-    exit_for(&verdict, &args.run_dir)
+    exit_for(&verdict, &folder.path(RunFile::Junit))
 }
 
 #[cfg(test)]

@@ -136,7 +136,7 @@ pub enum CliError {
     #[error(transparent)]
     Report(#[from] crate::report::ReportError),
     /// A gate check failed (the verdict was printed).
-    #[error("gate failed: {failed} of {total} checks\n  report: {dir}")]
+    #[error("gate failed: {failed} of {total} checks\n  verdict: {dir}")]
     GateFailed {
         /// Checks that failed.
         failed: usize,

@@ -323,7 +323,7 @@ async fn run_replicated(
     }
     for g in &all.replicated.groups {
         if let Some(v) = g.gate.as_ref().filter(|v| !v.passed) {
-            return super::check::exit_for(v, &all.dir);
+            return super::check::exit_for(v, &all.dir.join("report.md"));
         }
     }
     Ok(())
@@ -331,7 +331,9 @@ async fn run_replicated(
 
 fn exit_for(outcome: &experiment::RunOutcome) -> Result<(), CliError> {
     match outcome.summary.status {
-        RunStatus::Completed => outcome.verdict.as_ref().map_or(Ok(()), |v| super::check::exit_for(v, &outcome.dir)),
+        RunStatus::Completed => {
+            outcome.verdict.as_ref().map_or(Ok(()), |v| super::check::exit_for(v, &outcome.dir.join("report.md")))
+        }
         RunStatus::Aborted => Err(CliError::Aborted {
             reason: outcome.summary.abort_reason.clone().unwrap_or_default(),
             dir: outcome.dir.display().to_string(),

@@ -115,7 +115,7 @@ fn change(
 /// What a side's interval rests on, in words.
 fn rests_on(v: &Values, runs: &[Summary], meta: &Metric, phase: Option<&str>) -> String {
     match runs {
-        [one] => meta.within_run(one, phase).map_or("one run".into(), |i| format!("one run in {} batches", i.n)),
+        [one] => meta.within_run(one, phase).map_or("one run".into(), |i| format!("{} batches of one run", i.n)),
         _ => format!("{} replicates", v.values.len()),
     }
 }
@@ -174,7 +174,7 @@ pub fn compare(
                     }
                 } else {
                     format!(
-                        "batch means within the run: {} against {}",
+                        "batch means: {} against {}",
                         rests_on(&c, candidate, meta, p),
                         rests_on(&b, baseline, meta, p)
                     )
@@ -184,10 +184,10 @@ pub fn compare(
             None => {
                 let why = if c.values.len() >= 2 && b.values.len() >= 2 {
                     "a replicate has no finite value"
-                } else if meta.within_run(&candidate[0], p).is_none() && meta.within_run(&baseline[0], p).is_none() {
-                    "one run a side, and no batches of this metric within it"
+                } else if !meta.has_batches() {
+                    "one run a side, and this metric has no batches within a run; replicates give it one"
                 } else {
-                    "one run on a side without batches of this metric"
+                    "a run too short to batch, or written before batches"
                 };
                 pointwise(check, meta, (c.mean(), b.mean()), allowed, why)
             }
@@ -219,11 +219,7 @@ fn judged(
         }
         j => j,
     };
-    let how = if meta.noisy() {
-        format!("{:.0} % of baseline {}", allowed * 100.0, show(base))
-    } else {
-        format!("baseline {}", show(base))
-    };
+    let how = if meta.noisy() { format!("{:.0} %", allowed * 100.0) } else { "absolute".into() };
     let change = format!("{} [{}, {}] (95 %, {basis})", signed(diff.estimate), signed(diff.lo), signed(diff.hi));
     let passed = match j {
         Judgement::Regressed => false,
@@ -231,20 +227,25 @@ fn judged(
         _ => true,
     };
     let reason = match j {
-        Judgement::Regressed => format!("regressed: {change}, more than the {} that matters", show(room)),
-        Judgement::Improved => format!("improved: {change}"),
-        Judgement::Same => format!("same: {change}, within ± {}", show(room)),
+        Judgement::Regressed => format!("{change}: past ± {}", show(room)),
+        Judgement::Improved => format!("{change}: better by more than ± {}", show(room)),
+        Judgement::Same => format!("{change}: within ± {}", show(room)),
         Judgement::Inconclusive { replicates, .. } => format!(
-            "inconclusive: {change} reaches past ± {}; {}",
+            "{change}: reaches past ± {}; {}",
             show(room),
-            replicates.map_or("more replicates keep it on the boundary".into(), |n| format!(
-                "about {n} replicates a side would tell"
-            ))
+            match replicates {
+                Some(n) if n <= crate::scenario::MAX_REPEAT as usize => format!(
+                    "if the change is as measured, --repeat {n} on both sides (the same seeds) would tell it from ± {}",
+                    show(room)
+                ),
+                Some(_) => "the estimate is too near the tolerance for replicates to tell: longer phases would".into(),
+                None => "the estimate sits on the tolerance: no number of replicates moves it off".into(),
+            }
         ),
     };
     CheckResult {
         value: Some(now).filter(|v| v.is_finite()),
-        expected: format!("a change within ± {} ({how})", show(room)),
+        expected: format!("within ± {} of baseline {} ({how})", show(room), show(base)),
         passed,
         reason: Some(reason),
         change: Some(diff),
@@ -277,7 +278,11 @@ fn pointwise(check: CheckResult, meta: &Metric, (now, base): (f64, f64), allowed
         value: now.is_finite().then_some(now),
         expected: format!("{dir} {} (baseline {}, {how}; no interval: {why})", show(limit), show(base)),
         passed: !worse,
-        reason: worse.then(|| format!("regressed from {} to {}", show(base), show(now))),
+        reason: Some(if worse {
+            format!("regressed from {} to {}", show(base), show(now))
+        } else {
+            format!("{} against {}: within the tolerance as a point", show(now), show(base))
+        }),
         ..check
     }
 }
@@ -330,7 +335,7 @@ mod tests {
         *fault_p95(&mut slower) *= 1.05;
         let v = run(&slower, &tol);
         assert!(v.passed, "5 % slower is within 10 %");
-        assert!(v.checks[0].expected.contains("no interval: one run a side"), "{v:?}");
+        assert!(v.checks[0].expected.contains("no interval: a run too short to batch"), "{v:?}");
         assert!(v.checks[0].judgement.is_none() && v.checks[0].change.is_none());
         *fault_p95(&mut slower) *= 1.2;
         let v = run(&slower, &tol);
@@ -377,13 +382,13 @@ mod tests {
         assert_eq!(c.judgement, Some(Judgement::Regressed), "{c:?}");
         assert!(!v.passed);
         let reason = c.reason.as_deref().unwrap();
-        assert!(reason.starts_with("regressed: +") && reason.contains("(95 %, 5 paired replicates)"), "{reason}");
+        assert!(reason.starts_with("+") && reason.contains("(95 %, 5 paired replicates): past ± 31"), "{reason}");
         assert!(c.change.unwrap().contains(0.3 * 310.0 + 2.0), "{c:?}");
         // 2 % slower (±1 ms of its own): inside the 10 % that matters.
         let nudged = replicates(&[306.5, 346.0, 286.2, 326.0, 316.5], 1);
         let v = compare(&nudged, &base, &p95_fault(), &tol, Inconclusive::Pass);
         assert_eq!(v.checks[0].judgement, Some(Judgement::Same), "{:?}", v.checks[0]);
-        assert!(v.passed && v.checks[0].expected.contains("± 31 (10 % of baseline 310)"), "{v:?}");
+        assert!(v.passed && v.checks[0].expected.contains("within ± 31 of baseline 310 (10 %)"), "{v:?}");
         // Faster by 30 %: improved, and passes.
         let faster = replicates(&base_p95.map(|p| p * 0.7), 1);
         let v = compare(&faster, &base, &p95_fault(), &tol, Inconclusive::Pass);
@@ -396,14 +401,15 @@ mod tests {
     #[test]
     fn a_wide_interval_is_inconclusive_and_the_policy_decides_the_gate() {
         let base = replicates(&[300.0, 310.0], 1);
-        let cand = replicates(&[330.0, 312.0], 1);
+        let cand = replicates(&[340.0, 352.0], 1);
         let v = compare(&cand, &base, &p95_fault(), &Tolerances::default(), Inconclusive::Pass);
         let c = &v.checks[0];
         let Some(Judgement::Inconclusive { side, replicates }) = c.judgement else { panic!("{c:?}") };
         assert_eq!(side, Side::Worse);
         assert!(replicates.is_some_and(|n| n > 2), "{c:?}");
         assert!(v.passed, "passes by default");
-        assert!(c.reason.as_deref().unwrap().contains("replicates a side would tell"), "{c:?}");
+        // +41 ± 12.7 against 30.5: room 10.5, so 2 × (12.7/10.5)² → 3 replicates.
+        assert!(c.reason.as_deref().unwrap().contains("--repeat 3 on both sides (the same seeds) would tell"), "{c:?}");
         let v = compare(&cand, &base, &p95_fault(), &Tolerances::default(), Inconclusive::Fail);
         assert!(!v.passed, "fails when asked to");
     }
@@ -452,10 +458,7 @@ mod tests {
         let c = judge_of(&batched(390.0, 10.0), &batched(300.0, 10.0));
         assert_eq!(c.judgement, Some(Judgement::Regressed), "{c:?}");
         let reason = c.reason.unwrap();
-        assert!(
-            reason.contains("batch means within the run: one run in 10 batches against one run in 10 batches"),
-            "{reason}"
-        );
+        assert!(reason.contains("batch means: 10 batches of one run against 10 batches of one run"), "{reason}");
         assert_eq!(judge_of(&batched(306.0, 10.0), &batched(300.0, 10.0)).judgement, Some(Judgement::Same));
         let wide = judge_of(&batched(330.0, 150.0), &batched(300.0, 150.0));
         assert!(matches!(wide.judgement, Some(Judgement::Inconclusive { side: Side::Worse, .. })), "{wide:?}");
@@ -466,6 +469,9 @@ mod tests {
         assert_eq!(v.checks[0].judgement, Some(Judgement::Regressed), "{v:?}");
         // Batches on one side only: no interval, and it says why.
         let v = compare(one(&batched(390.0, 10.0)), one(&example()), &p95_fault(), &tol, Inconclusive::Pass);
-        assert!(v.checks[0].expected.contains("one run on a side without batches"), "{v:?}");
+        assert!(
+            v.checks[0].expected.contains("no interval: a run too short to batch, or written before batches"),
+            "{v:?}"
+        );
     }
 }

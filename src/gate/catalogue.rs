@@ -111,6 +111,24 @@ impl Metric {
         Self { batch: Some(batch), ..self }
     }
 
+    /// `i` cut to the values the metric can take, for showing: every metric is ≥ 0, and a
+    /// share ≤ 1 (a t interval over few values that disagree can reach past them). Differences
+    /// are computed from the uncut interval, whose width is the standard error's.
+    pub fn clamp(&self, mut i: Interval) -> Interval {
+        let share =
+            self.name.starts_with("outcomes.") || self.name == "slo.attainment" || self.name.ends_with("_share");
+        i.lo = i.lo.max(0.0);
+        if share {
+            i.hi = i.hi.min(1.0);
+        }
+        i
+    }
+
+    /// Whether a run can give it an interval from within (it is read per batch).
+    pub fn has_batches(&self) -> bool {
+        self.batch.is_some()
+    }
+
     /// Its value in `s` with a 95 % interval from within the run (batch means): for `phase`;
     /// over the whole run, the worst stage's interval for a metric whose whole-run value is
     /// the worst stage's, else the run's own batches. `None` when the metric is not batched or

@@ -293,7 +293,11 @@ fn push_row(rows: &mut Vec<Row>, runs: &[&Summary], name: &str, phase: Option<&s
         values: values.iter().map(|v| v.filter(|v| v.is_finite())).collect(),
         shown,
         change,
-        intervals: if intervals.iter().any(Option::is_some) { intervals } else { Vec::new() },
+        intervals: if intervals.iter().any(Option::is_some) {
+            intervals.iter().map(|i| i.zip(meta).map(|(i, m)| m.clamp(i))).collect()
+        } else {
+            Vec::new()
+        },
         changes,
     });
 }

@@ -182,7 +182,9 @@ pub fn replicated(replicates: Vec<Replicate>, groups: &[GroupRuns], on_inconclus
                     values.iter().any(Option::is_some).then(|| Row {
                         metric: (*m).to_string(),
                         phase: phase.clone(),
-                        interval: finite(&values).and_then(|v| interval::mean(&v, Method::Replicates)),
+                        interval: finite(&values)
+                            .and_then(|v| interval::mean(&v, Method::Replicates))
+                            .map(|i| super::metric(m).map_or(i, |meta| meta.clamp(i))),
                         shown: values.iter().map(|v| v.map_or("—".into(), show)).collect(),
                         values: values.iter().map(|v| v.filter(|v| v.is_finite())).collect(),
                     })

@@ -61,10 +61,11 @@ fn gate_line(g: &Group, v: &Verdict) -> String {
         .collect();
     let unsure: Vec<String> =
         v.checks.iter().filter(|c| c.passed && c.judgement.is_some()).map(|c| code(&c.name)).collect();
+    let who = g.variant.as_deref().map_or_else(String::new, |v| format!("{}: ", code(v)));
     let mut line = if v.passed {
-        format!("{}: gate **passed** over the replicates", group_name(g))
+        format!("{who}Gate **passed** over the replicates")
     } else {
-        format!("{}: gate **FAILED** over the replicates: {}", group_name(g), failed.join("; "))
+        format!("{who}Gate **FAILED** over the replicates: {}", failed.join("; "))
     };
     if !unsure.is_empty() {
         line.push_str(&format!(" (inconclusive, passed by default: {})", unsure.join(", ")));
@@ -80,7 +81,7 @@ pub fn document(r: &Replicated, charts: &[(Option<String>, String)]) -> Doc {
     d.push(Block::Heading(1, format!("chaos: {} — {} replicates", text(&r.scenario), r.replicates.len())));
     let of = if variants.is_empty() { String::new() } else { format!(", each running {}", variants.join(" and ")) };
     d.push(Block::Para(format!(
-        "{} replicates with seeds {}{of}, at time scale {}. Each seed is its own arrivals and fault decisions, so the spread across replicates is the run-to-run noise; every interval below is the 95 % interval of the mean over the replicates (Student's t), and replicate k of every variant shares seed k, so variants are compared pair by pair.",
+        "{} replicates with seeds {}{of}, at time scale {}. Each seed is its own arrivals and fault decisions, so the spread across replicates is the run-to-run noise; every interval below is the 95 % interval of the mean over the replicates (Student's t), and replicate k of every variant shares seed k, so variants are compared pair by pair. With few replicates that disagree, an interval can reach past every value measured: it says the replicates disagree, not that such a value occurred. Findings are not gated: each replicate's report lists its own.",
         r.replicates.len(),
         seeds.iter().map(u64::to_string).collect::<Vec<_>>().join(", "),
         r.time_scale

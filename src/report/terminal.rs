@@ -76,7 +76,7 @@ pub fn verdict_table(v: &Verdict) -> String {
         (false, _) => "gate: FAILED".to_string(),
         (true, 0) => "gate: PASSED".to_string(),
         (true, n) => format!(
-            "gate: PASSED, {n} inconclusive (their intervals reach past the tolerance: more replicates would tell; --inconclusive fail fails them)"
+            "gate: PASSED, {n} inconclusive (run more replicates on both sides to tell; --inconclusive fail fails them)"
         ),
     };
     format!("{head}\n{t}\n")

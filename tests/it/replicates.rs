@@ -149,7 +149,7 @@ fn the_same_system_with_other_seeds_is_not_regressed_and_a_damaged_replicates_fi
         .unwrap();
     let said = text(&single);
     assert_eq!(single.status.code(), Some(0), "{said}");
-    assert!(!said.contains("REGRESSED") && said.contains("batch means within the run: one run in "), "{said}");
+    assert!(!said.contains("REGRESSED") && said.contains("(95 %, batch means: "), "{said}");
     let junit = std::fs::read_to_string(outs[1].join("junit.xml")).unwrap();
     assert!(junit.contains("failures=\"0\""), "{junit}");
     // A replicates.json that points outside its folder is damaged input: exit 2, nothing written.

@@ -238,7 +238,7 @@ fn the_shipped_ci_gate_runs_three_replicates_and_judges_them() {
     let junit = std::fs::read_to_string(out_dir.join("junit.xml")).unwrap();
     assert!(junit.contains("tests=\"5\" failures=\"0\""), "{junit}");
     let md = std::fs::read_to_string(out_dir.join("report.md")).unwrap();
-    assert!(md.contains("gate **passed** over the replicates"), "{md}");
+    assert!(md.contains("Gate **passed** over the replicates"), "{md}");
     assert!(md.contains("(95 %, 3 replicates): within the bound"), "{md}");
     let check = chaos().arg("check").arg(&out_dir).arg("--baseline").arg(&out_dir).output().unwrap();
     let (said, _) = text(&check);
