@@ -130,6 +130,11 @@ fn read_side(path: &Path, variant: Option<&str>) -> Result<Side, CliError> {
             return read_side(&path.join(v), None);
         }
         let s = read_summary(path)?;
+        if let (Some(want), Some(ran)) = (variant, s.variant.as_deref())
+            && want != ran
+        {
+            return Err(CliError::Usage(format!("{}: --variant {want}: this run is variant `{ran}`", path.display())));
+        }
         if path.is_dir() {
             folder.trusted().map_err(crate::report::ReportError::from)?;
         }

@@ -150,6 +150,15 @@ fn the_same_system_with_other_seeds_is_not_regressed_and_a_damaged_replicates_fi
     let said = text(&single);
     assert_eq!(single.status.code(), Some(0), "{said}");
     assert!(!said.contains("REGRESSED") && said.contains("(95 %, batch means: "), "{said}");
+    // A --variant that is not the run's is refused, not ignored.
+    let wrong = chaos()
+        .args(["check", "--variant", "slower", "--baseline"])
+        .arg(outs[0].join("seed-1"))
+        .arg(outs[1].join("seed-101"))
+        .output()
+        .unwrap();
+    assert_eq!(wrong.status.code(), Some(2), "{}", text(&wrong));
+    assert!(text(&wrong).contains("--variant slower: this run is variant `same`"), "{}", text(&wrong));
     let junit = std::fs::read_to_string(outs[1].join("junit.xml")).unwrap();
     assert!(junit.contains("failures=\"0\""), "{junit}");
     // A replicates.json that points outside its folder is damaged input: exit 2, nothing written.
