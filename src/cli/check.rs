@@ -154,7 +154,8 @@ fn read_side(path: &Path, variant: Option<&str>) -> Result<Side, CliError> {
         match (has_variants, variant) {
             (true, Some(v)) => dir = dir.join(v),
             (true, None) => {
-                let names: Vec<String> = r.groups.iter().filter_map(|g| g.variant.clone()).collect();
+                let names: Vec<String> =
+                    r.groups.iter().filter_map(|g| g.variant.as_deref().map(crate::markup::visible)).collect();
                 return Err(CliError::Usage(format!(
                     "{}: replicates of variants ({}): name one with --variant",
                     path.display(),

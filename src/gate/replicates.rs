@@ -144,13 +144,11 @@ impl Replicated {
             let mut parts = std::path::Path::new(name).components();
             matches!((parts.next(), parts.next()), (Some(std::path::Component::Normal(_)), None))
         };
-        let mut dirs = Vec::new();
-        for x in self.replicates.iter().filter(|x| x.status == "completed") {
-            if !plain(&x.dir) {
-                return Err(format!("replicate {:?} is not a folder name inside it", x.dir));
-            }
-            dirs.push(x.dir.as_str());
+        // Every replicate's name is checked, the aborted ones' too: the report links them all.
+        if let Some(x) = self.replicates.iter().find(|x| !plain(&x.dir)) {
+            return Err(format!("replicate {:?} is not a folder name inside it", x.dir));
         }
+        let dirs = self.replicates.iter().filter(|x| x.status == "completed").map(|x| x.dir.as_str()).collect();
         let mut variants = Vec::new();
         for v in self.groups.iter().filter_map(|g| g.variant.as_deref()) {
             if !plain(v) {
@@ -439,5 +437,32 @@ mod tests {
             covered += usize::from(shares[1].share.unwrap().contains(0.4));
         }
         assert!(covered >= 90, "Wilson's interval held the true share in {covered} of 100");
+    }
+
+    /// Names from a replicates.json are folder names inside it, or the file is refused: an
+    /// aborted replicate's too (the report links every one), and a variant's.
+    #[test]
+    fn a_replicates_file_naming_a_way_out_is_refused() {
+        let rep = |dir: &str, status: &str| Replicate { seed: 1, dir: dir.into(), status: status.into() };
+        let file = |replicates: Vec<Replicate>, variant: &str| Replicated {
+            scenario: "s".into(),
+            time_scale: 1.0,
+            replicates,
+            groups: vec![Group { variant: Some(variant.into()), rows: Vec::new(), gate: None, probe: Vec::new() }],
+            differences: Vec::new(),
+        };
+        let ok = file(vec![rep("seed-1", "completed"), rep("seed-2", "aborted")], "naive");
+        assert_eq!(ok.folders().unwrap(), (vec!["seed-1"], vec!["naive"]), "only completed replicates are read");
+        for (dir, status) in [
+            ("../seed-1", "completed"),
+            ("/tmp", "completed"),
+            ("a/b", "completed"),
+            ("..", "aborted"),
+            ("", "completed"),
+        ] {
+            let bad = file(vec![rep("seed-1", "completed"), rep(dir, status)], "naive");
+            assert!(bad.folders().unwrap_err().contains("is not a folder name inside it"), "{dir:?}");
+        }
+        assert!(file(vec![rep("seed-1", "completed")], "../x").folders().unwrap_err().contains("variant"));
     }
 }

@@ -272,17 +272,25 @@ fn condition_charts(s: &Summary) -> Vec<(String, Chart)> {
 }
 
 /// The probe's cells: loads across, triggers down, coloured by outcome, each cell saying it.
-pub(super) fn probe_grid(p: &analysis::capacity::ProbeAnalysis) -> GridChart {
-    use analysis::capacity::CellVerdict;
-    let mut loads: Vec<f64> = p.cells.iter().map(|c| c.fraction).collect();
-    loads.sort_by(f64::total_cmp);
-    loads.dedup();
+/// A probe grid's axes from its cells' (load fraction, trigger): the loads in ascending
+/// order, the triggers in the order they first appear.
+fn probe_axes<'a>(cells: impl Iterator<Item = (f64, &'a str)>) -> (Vec<f64>, Vec<String>) {
+    let mut loads = Vec::new();
     let mut triggers: Vec<String> = Vec::new();
-    for c in &p.cells {
-        if !triggers.contains(&c.trigger) {
-            triggers.push(c.trigger.clone());
+    for (load, trigger) in cells {
+        loads.push(load);
+        if !triggers.iter().any(|t| t == trigger) {
+            triggers.push(trigger.to_string());
         }
     }
+    loads.sort_by(f64::total_cmp);
+    loads.dedup();
+    (loads, triggers)
+}
+
+pub(super) fn probe_grid(p: &analysis::capacity::ProbeAnalysis) -> GridChart {
+    use analysis::capacity::CellVerdict;
+    let (loads, triggers) = probe_axes(p.cells.iter().map(|c| (c.fraction, c.trigger.as_str())));
     let rows: Vec<String> = triggers
         .iter()
         .map(|t| {
@@ -332,15 +340,7 @@ pub(super) fn probe_grid(p: &analysis::capacity::ProbeAnalysis) -> GridChart {
 /// The probe over replicates: each cell coloured by the share of seeds it stayed stuck in —
 /// never, in some seeds (the boundary, where the outcome is a probability), or in every one.
 pub(super) fn probe_share_grid(shares: &[crate::gate::replicates::ProbeShare]) -> GridChart {
-    let mut loads: Vec<f64> = shares.iter().map(|c| c.fraction).collect();
-    loads.sort_by(f64::total_cmp);
-    loads.dedup();
-    let mut triggers: Vec<String> = Vec::new();
-    for c in shares {
-        if !triggers.contains(&c.trigger) {
-            triggers.push(c.trigger.clone());
-        }
-    }
+    let (loads, triggers) = probe_axes(shares.iter().map(|c| (c.fraction, c.trigger.as_str())));
     let cells = shares
         .iter()
         .map(|c| {
