@@ -13,6 +13,8 @@
 //! Layer 4 (`analysis`): pure over samples; must not depend on `gate`, `report`,
 //! `experiment` or `cli`.
 
+use std::collections::HashMap;
+
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -48,11 +50,18 @@ pub struct Batches {
     /// Share good under the objective (empty without `[slo]`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub slo_attainment: Vec<f64>,
+    /// Upstream attempts for the batch's requests (joined by id) per request (empty when
+    /// attempts carry no ids, or the run's upstream was elsewhere).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub amplification: Vec<f64>,
 }
+
+/// Upstream attempts per client request id ([`super::retry::attempts_by_request`]).
+pub type Attempts<'a> = Option<&'a HashMap<u64, u64>>;
 
 /// Each stage's batches (`spans` are the stages' measured parts), `None` where the stage is
 /// too short or too thin to batch.
-pub fn analyse(samples: &[Sample], spans: &[Span], slo: Option<&Slo>) -> Vec<Option<Batches>> {
+pub fn analyse(samples: &[Sample], spans: &[Span], slo: Option<&Slo>, attempts: Attempts<'_>) -> Vec<Option<Batches>> {
     let mut by_stage: Vec<Vec<(u64, &Sample)>> = vec![Vec::new(); spans.len()];
     for s in samples {
         if let Some(span) = spans.get(usize::from(s.stage))
@@ -65,13 +74,13 @@ pub fn analyse(samples: &[Sample], spans: &[Span], slo: Option<&Slo>) -> Vec<Opt
     by_stage
         .iter()
         .zip(spans)
-        .map(|(samples, span)| cut(samples, span.to_us.saturating_sub(span.from_us), slo))
+        .map(|(samples, span)| cut(samples, span.to_us.saturating_sub(span.from_us), slo, attempts))
         .collect()
 }
 
 /// The whole run's batches: every stage's measured part laid end to end (warm-ups and the
 /// gaps between stages left out), cut into batches of equal measured time.
-pub fn analyse_run(samples: &[Sample], spans: &[Span], slo: Option<&Slo>) -> Option<Batches> {
+pub fn analyse_run(samples: &[Sample], spans: &[Span], slo: Option<&Slo>, attempts: Attempts<'_>) -> Option<Batches> {
     let mut before = Vec::with_capacity(spans.len());
     let mut total = 0u64;
     for sp in spans {
@@ -87,11 +96,11 @@ pub fn analyse_run(samples: &[Sample], spans: &[Span], slo: Option<&Slo>) -> Opt
                 .then(|| (before[k] + s.intended_us - span.from_us, s))
         })
         .collect();
-    cut(&at, total, slo)
+    cut(&at, total, slo, attempts)
 }
 
 /// Batches over `len_us` of measured time: each sample at its offset into it.
-fn cut(samples: &[(u64, &Sample)], len_us: u64, slo: Option<&Slo>) -> Option<Batches> {
+fn cut(samples: &[(u64, &Sample)], len_us: u64, slo: Option<&Slo>, attempts: Attempts<'_>) -> Option<Batches> {
     let n = (samples.len() as u64 / MIN_PER_BATCH).min(MAX_BATCHES as u64) as usize;
     if n < MIN_BATCHES || len_us == 0 {
         return None;
@@ -100,9 +109,11 @@ fn cut(samples: &[(u64, &Sample)], len_us: u64, slo: Option<&Slo>) -> Option<Bat
     let mut outcomes = vec![OutcomeCounts::default(); n];
     let mut latency: Vec<_> = (0..n).map(|_| histogram(3)).collect();
     let mut good = vec![0u64; n];
+    let mut upstream = vec![0u64; n];
     for (offset, s) in samples {
         let b = ((*offset as f64 / len_us) as usize).min(n - 1);
         outcomes[b].add(s.outcome);
+        upstream[b] += attempts.and_then(|a| a.get(&s.id)).copied().unwrap_or(0);
         if s.is_valid_upstream_answer() {
             // Saturating: a latency past the histogram's range is its largest value.
             latency[b].saturating_record(s.latency_us().max(1));
@@ -125,6 +136,11 @@ fn cut(samples: &[(u64, &Sample)], len_us: u64, slo: Option<&Slo>) -> Option<Bat
         shed_rate: outcomes.iter().map(|c| share(c, c.get(Outcome::Shed))).collect(),
         slo_attainment: if slo.is_some() {
             outcomes.iter().zip(&good).map(|(c, g)| share(c, *g)).collect()
+        } else {
+            Vec::new()
+        },
+        amplification: if attempts.is_some() {
+            outcomes.iter().zip(&upstream).map(|(c, a)| share(c, *a)).collect()
         } else {
             Vec::new()
         },
@@ -151,7 +167,9 @@ mod tests {
                 Sample { outcome, ..Sample::answered(i, at, at + took) }
             })
             .collect();
-        let b = analyse(&samples, std::slice::from_ref(&span), None).remove(0).expect("200 requests make 10 batches");
+        let b =
+            analyse(&samples, std::slice::from_ref(&span), None, None).remove(0).expect("200 requests make 10 batches");
+        assert!(b.amplification.is_empty(), "no attempts joined");
         assert_eq!(b.requests, vec![20; 10]);
         assert!((b.seconds - 2.0).abs() < 1e-9);
         assert_eq!(b.error_rate, [0.0, 0.0, 0.0, 0.0, 0.0, 0.5, 0.5, 0.5, 0.5, 0.5]);
@@ -165,11 +183,11 @@ mod tests {
         let mut warm = samples.clone();
         warm.push(Sample::answered(999, SEC, SEC + 1));
         assert_eq!(
-            analyse(&warm, std::slice::from_ref(&span), None),
-            analyse(&samples, std::slice::from_ref(&span), None)
+            analyse(&warm, std::slice::from_ref(&span), None, None),
+            analyse(&samples, std::slice::from_ref(&span), None, None)
         );
         // 99 requests make 4 batches of 20: too few for an interval.
-        assert_eq!(analyse(&samples[..99], &[span], None), vec![None]);
+        assert_eq!(analyse(&samples[..99], &[span], None, None), vec![None]);
     }
 
     /// Two stages of 100 requests each, the second all errors, with a gap between them: laid
@@ -188,8 +206,34 @@ mod tests {
                 Sample { stage, outcome, ..Sample::answered(i, at, at + 1000) }
             })
             .collect();
-        let b = analyse_run(&samples, &spans, None).unwrap();
+        let b = analyse_run(&samples, &spans, None, None).unwrap();
         assert_eq!(b.error_rate, [0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 1.0, 1.0, 1.0, 1.0]);
         assert_eq!(b.requests.iter().sum::<u64>(), 200);
+    }
+
+    /// 200 requests over 10 s (10 batches of 20); each of the last 100 cost 3 upstream
+    /// attempts, the first 100 one, and request 7 none (a cache hit): the batches read 1 (0.95
+    /// for the one with request 7) then 3.
+    #[test]
+    fn each_batch_divides_its_requests_attempts_by_its_requests() {
+        let span = Span { name: "storm".into(), from_us: 0, to_us: 10 * SEC };
+        let samples: Vec<Sample> =
+            (0..200u64).map(|i| Sample::answered(i, i * SEC / 20, i * SEC / 20 + 1000)).collect();
+        let attempts: HashMap<u64, u64> = (0..200u64)
+            .map(|i| {
+                (
+                    i,
+                    if i == 7 {
+                        0
+                    } else if i >= 100 {
+                        3
+                    } else {
+                        1
+                    },
+                )
+            })
+            .collect();
+        let b = analyse(&samples, &[span], None, Some(&attempts)).remove(0).unwrap();
+        assert_eq!(b.amplification, [0.95, 1.0, 1.0, 1.0, 1.0, 3.0, 3.0, 3.0, 3.0, 3.0]);
     }
 }

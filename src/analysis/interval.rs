@@ -36,6 +36,11 @@ pub enum Method {
     BatchMeans,
     /// Wilson's score interval of a share.
     Wilson,
+    /// A sweep's resolution: the knee lies between the steps on either side of it (one sweep).
+    Steps,
+    /// Over replicated sweeps: the t interval of the steps' lower ends below, of their upper
+    /// ends above, so that it holds both the seeds' spread and the sweep's resolution.
+    ReplicatedSteps,
 }
 
 /// A point estimate with a 95 % confidence interval.
@@ -124,6 +129,28 @@ pub fn difference_of(candidate: &Interval, baseline: &Interval) -> Option<Interv
     let half = t_975(df) * v.sqrt();
     let method = if candidate.method == baseline.method { candidate.method } else { Method::Replicates };
     Some(Interval { estimate, lo: estimate - half, hi: estimate + half, n: candidate.n.min(baseline.n), method })
+}
+
+/// A quantity a sweep locates only between two of its steps (the knee: between the steps on
+/// either side of it), over replicated sweeps: `ranges[k]` is replicate k's `[estimate,
+/// lower, upper]`. The estimate is the mean of the estimates (where each sweep put the knee);
+/// the interval runs from the t interval of the lower steps' mean down to that of the upper
+/// steps' mean up. A single range is returned as it is ([`Method::Steps`]); replicates that
+/// all agree give their common range. `None` with no ranges or a value that is not finite.
+pub fn bracketed(ranges: &[[f64; 3]]) -> Option<Interval> {
+    if ranges.iter().flatten().any(|v| !v.is_finite()) {
+        return None;
+    }
+    let column = |k: usize| ranges.iter().map(|r| r[k]).collect::<Vec<f64>>();
+    match ranges {
+        [] => None,
+        [[e, lo, hi]] => Some(Interval { estimate: *e, lo: *lo, hi: *hi, n: 1, method: Method::Steps }),
+        _ => {
+            let (l, h) = (mean(&column(1), Method::Replicates)?, mean(&column(2), Method::Replicates)?);
+            let estimate = column(0).iter().sum::<f64>() / ranges.len() as f64;
+            Some(Interval { estimate, lo: l.lo, hi: h.hi, n: ranges.len(), method: Method::ReplicatedSteps })
+        }
+    }
 }
 
 /// Batch means over one run's series (one value per window, in time order): `batches`
@@ -291,6 +318,21 @@ mod tests {
         let a = wilson(10, 10).unwrap();
         assert!(a.hi == 1.0 && (a.lo - 0.7225).abs() < 5e-4, "{a:?}");
         assert!(wilson(0, 0).is_none() && wilson(3, 2).is_none());
+    }
+
+    #[test]
+    fn a_bracket_holds_the_steps_and_widens_with_the_seeds_spread() {
+        let one = bracketed(&[[40.0, 36.0, 44.0]]).unwrap();
+        assert_eq!((one.estimate, one.lo, one.hi, one.n, one.method), (40.0, 36.0, 44.0, 1, Method::Steps));
+        let same = bracketed(&[[40.0, 36.0, 44.0]; 3]).unwrap();
+        assert_eq!((same.lo, same.hi, same.method), (36.0, 44.0, Method::ReplicatedSteps), "agreeing seeds");
+        // Knees 36, 40, 40 between 30–40, 36–44, 36–44: lower steps 30, 36, 36 (mean 34,
+        // s = 3.464), upper 40, 44, 44 (mean 42.67, s = 2.309), t(2) = 4.303.
+        let mixed = bracketed(&[[36.0, 30.0, 40.0], [40.0, 36.0, 44.0], [40.0, 36.0, 44.0]]).unwrap();
+        let (half_lo, half_hi) = (4.303 * 3.464_102 / 3f64.sqrt(), 4.303 * 2.309_401 / 3f64.sqrt());
+        assert!((mixed.lo - (34.0 - half_lo)).abs() < 1e-3 && (mixed.hi - (42.666_667 + half_hi)).abs() < 1e-3);
+        assert!((mixed.estimate - 38.666_667).abs() < 1e-6, "{mixed:?}");
+        assert!(bracketed(&[]).is_none() && bracketed(&[[1.0, 1.0, f64::NAN]]).is_none());
     }
 
     #[test]

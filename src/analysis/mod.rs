@@ -67,16 +67,18 @@ fn summarise(data: &RunData) -> Summary {
         }
         s.slo = Some(run);
     }
-    s.batches = batches::analyse_run(&data.samples, &spans(&s), s.objective.as_ref());
-    let batched = batches::analyse(&data.samples, &spans(&s), s.objective.as_ref());
+    // A worker whose upstreams were a shared mock saw none of their attempts: an
+    // amplification of 0 would be a verdict on records that are elsewhere.
+    let own_attempts = !s.generator.shared_mock;
+    let attempts =
+        own_attempts.then(|| retry::attempts_by_request(&data.samples, &data.attempts, &spans(&s))).flatten();
+    s.batches = batches::analyse_run(&data.samples, &spans(&s), s.objective.as_ref(), attempts.as_ref());
+    let batched = batches::analyse(&data.samples, &spans(&s), s.objective.as_ref(), attempts.as_ref());
     for (st, b) in s.stages.iter_mut().zip(batched) {
         st.batches = b;
     }
     let (sweep, conditions, recommended) = capacity::sweeps(&s);
     (s.sweep, s.conditions, s.recommended) = (sweep, conditions, recommended);
-    // A worker whose upstreams were a shared mock saw none of their attempts: an
-    // amplification of 0 would be a verdict on records that are elsewhere.
-    let own_attempts = !s.generator.shared_mock;
     s.retry = own_attempts
         .then(|| retry::analyse(&data.samples, &data.attempts, &spans(&s), t0, s.declared_max_retries))
         .flatten();

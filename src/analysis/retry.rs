@@ -194,6 +194,16 @@ impl<'a> Scope<'a> {
     }
 }
 
+/// Upstream attempts per measured client request, joined by id (a request with none: 0);
+/// `None` when no attempt carries an id (then only A(w) by arrival time is known). What each
+/// batch of a run divides by its requests for an interval on A within one run.
+pub fn attempts_by_request(samples: &[Sample], attempts: &[Attempt], spans: &[Span]) -> Option<HashMap<u64, u64>> {
+    let scope = Scope::new(samples, attempts, spans);
+    scope
+        .joined()
+        .then(|| scope.samples.iter().map(|s| (s.id, scope.per_id.get(&s.id).map_or(0, Vec::len) as u64)).collect())
+}
+
 /// Per-second counts for A(w), from `t0_us`: (second, client requests sent in it, attempts
 /// for those requests — or, without ids, attempts that arrived in it).
 pub fn series(samples: &[Sample], attempts: &[Attempt], t0_us: u64) -> AmplificationSeries {

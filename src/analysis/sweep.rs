@@ -64,6 +64,20 @@ pub struct Knee {
     pub kneedle: Option<f64>,
     /// The throughput plateau's answer (load), if throughput levelled off.
     pub plateau: Option<f64>,
+    /// The steps on either side of the knee (the lower of both methods' answers and the
+    /// higher, when they disagree): the sweep locates the bend between them, at its
+    /// resolution — the knee's own interval. `null` when the knee is at either end of the
+    /// sweep (it lies at or beyond it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub between: Option<[f64; 2]>,
+}
+
+impl Knee {
+    /// The knee's range at the sweep's resolution ([`Knee::between`]), scaled by `share` (1
+    /// for the knee, [`SAFE_SHARE`] for the safe limit); `None` at either end of the sweep.
+    pub fn range(&self, share: f64) -> Option<(f64, f64)> {
+        self.between.map(|[lo, hi]| (round3(share * lo), round3(share * hi)))
+    }
 }
 
 /// The safe limit: [`SAFE_SHARE`] of the knee.
@@ -275,8 +289,19 @@ pub fn analyse(unit: &str, steps: Vec<SweepStep>, fault_multiplier: Option<f64>)
     } else if used.len() < 5 {
         confidence = format!("{confidence} (coarse: {} usable steps)", used.len());
     }
-    let knee =
-        Knee { load: x[i], rps: rps[i], method: method.into(), kneedle: k.map(|k| x[k]), plateau: p.map(|p| x[p]) };
+    // Kneedle marks the step where the curve bends most, which can be the last one that held
+    // or the first one past the capacity: the bend lies between the steps on either side, and
+    // past both methods' answers when they disagree.
+    let (low, high) = (k.unwrap_or(i).min(p.unwrap_or(i)).min(i), k.unwrap_or(i).max(p.unwrap_or(i)).max(i));
+    let between = (low > 0).then(|| x.get(high + 1).map(|&hi| [x[low - 1], hi])).flatten();
+    let knee = Knee {
+        load: x[i],
+        rps: rps[i],
+        method: method.into(),
+        kneedle: k.map(|k| x[k]),
+        plateau: p.map(|p| x[p]),
+        between,
+    };
     let safe_load = SAFE_SHARE * knee.load;
     let safe_rps = interpolate(&x[..usable], &rps[..usable], safe_load, true);
     let means: Vec<f64> = used.iter().map(|s| s.mean_ms).collect();
@@ -291,6 +316,15 @@ pub fn analyse(unit: &str, steps: Vec<SweepStep>, fault_multiplier: Option<f64>)
         "knee at {} {unit} ({:.1} valid answers/s); safe limit {:.1} {unit} ≈ {:.1} req/s",
         knee.load, knee.rps, safe_load, safe_rps
     ));
+    notes.push(match knee.between {
+        Some([lo, hi]) => format!(
+            "the sweep locates the knee between {lo} and {hi} {unit}, the steps around it: a finer sweep there narrows it"
+        ),
+        None => format!(
+            "the knee at {} {unit} is at an end of the sweep: extend the sweep past it to bound it",
+            knee.load
+        ),
+    });
     notes.push(format!(
         "Little's law: {safe_rps:.1} req/s × {mean_s:.2} s mean latency = {in_flight:.1} requests in flight — size client and upstream pools for at least {}", in_flight.ceil()
     ));
@@ -391,6 +425,7 @@ mod tests {
     //! Unit tests of the parent module, with known answers.
 
     use super::*;
+    use crate::analysis::interval;
 
     /// A closed sweep against c slots with service time s: latency flat up to c users, then
     /// growing as u/c × s; throughput u/s up to c, then c/s.
@@ -592,5 +627,113 @@ mod tests {
         assert_eq!(fluke.frontier.as_ref().map(|f| f.load), Some(4.0));
         let none = with(&|_| 0.5);
         assert!(none.frontier.is_none() && none.safe_limit.is_none(), "{none:?}");
+    }
+
+    /// A seeded open sweep against `c` slots of a fixed 100 ms service (plus the 2.5 % the
+    /// real mock adds, and a millisecond of jitter), as the harness sends it by default:
+    /// evenly spaced arrivals at each rate for a 0.4 s warm-up and a 1.6 s measured span, each
+    /// late by a millisecond or so of scheduling and, one in fifty, by a stall of up to 40 ms
+    /// (a loaded CI machine). FIFO service; with `queue` the excess waits, else it is refused
+    /// (an error). Each step is summarised the way a stage is: latency percentiles of the
+    /// measured arrivals, goodput by completion within the span, and the backlog rule on the
+    /// medians of the first and second third of the arrivals.
+    fn simulated_sweep(c: usize, queue: bool, rates: &[f64], seed: u64) -> Vec<SweepStep> {
+        use rand::{RngExt, SeedableRng};
+        use rand_distr::{Distribution, Normal};
+        let mut r = rand_pcg::Pcg64Mcg::seed_from_u64(seed);
+        let jitter: Normal<f64> = Normal::new(0.0, 1.0).unwrap();
+        let (warm, span) = (400.0, 1600.0);
+        rates
+            .iter()
+            .map(|&rate| {
+                let mut free = vec![0.0f64; c];
+                let (mut lat, mut refused, mut done_in_span, mut n) = (Vec::new(), 0u64, 0u64, 0u64);
+                let mut arrivals: Vec<f64> = (0..)
+                    .map(|k| f64::from(k) * 1000.0 / rate)
+                    .take_while(|t| *t < warm + span)
+                    .map(|t| {
+                        let stall = if r.random::<f64>() < 0.02 { 40.0 * r.random::<f64>() } else { 0.0 };
+                        t + jitter.sample(&mut r).abs() + stall
+                    })
+                    .collect();
+                arrivals.sort_by(f64::total_cmp);
+                for t in arrivals {
+                    let slot = (0..c).min_by(|&a, &b| free[a].total_cmp(&free[b])).unwrap();
+                    let in_span = t >= warm && t < warm + span;
+                    n += u64::from(in_span);
+                    if !queue && free[slot] > t {
+                        refused += u64::from(in_span);
+                        continue;
+                    }
+                    let end = free[slot].max(t) + 102.5 + jitter.sample(&mut r).abs();
+                    free[slot] = end;
+                    if in_span {
+                        lat.push(end - t);
+                        done_in_span += u64::from(end < warm + span);
+                    }
+                }
+                let third = lat.len() / 3;
+                let median = |xs: &[f64]| {
+                    let mut v = xs.to_vec();
+                    v.sort_by(f64::total_cmp);
+                    v.get(v.len() / 2).copied().unwrap_or(0.0)
+                };
+                let (first, second) = (median(&lat[..third]), median(&lat[third..2 * third]));
+                let rising = second > 1.1 * first + 20.0 && (done_in_span as f64) < 0.9 * n as f64;
+                let unsustainable = rising || second > 2.0 * first + 50.0;
+                lat.sort_by(f64::total_cmp);
+                let q = |p: f64| lat[((lat.len() as f64 * p) as usize).min(lat.len() - 1)];
+                SweepStep {
+                    load: rate,
+                    offered_rps: n as f64 / (span / 1000.0),
+                    goodput_rps: done_in_span as f64 / (span / 1000.0),
+                    p50_ms: q(0.5),
+                    p95_ms: q(0.95),
+                    p99_ms: q(0.99),
+                    mean_ms: lat.iter().sum::<f64>() / lat.len() as f64,
+                    error_rate: refused as f64 / n.max(1) as f64,
+                    sustainability: if unsustainable { "unsustainable" } else { "sustained" }.into(),
+                    attainment: None,
+                }
+            })
+            .collect()
+    }
+
+    /// The known answer of issue 27: c slots × 100 ms serve c / 0.1 s, and the knee's interval
+    /// over three replicated sweeps (each sweep's steps around its knee, combined over the
+    /// seeds) holds that capacity in at least 95 % of them, for c = 2, 4, 8, with the excess
+    /// queued or refused; one sweep's own interval in at least 90 %. 100 replicated sweeps
+    /// per case, seeded. The interval may not buy its coverage with width: on average it
+    /// spans under half the capacity (the two grid steps around the knee span 0.2–0.25 of it).
+    #[test]
+    fn the_knee_interval_holds_c_over_s_in_95_percent_of_replicated_sweeps() {
+        let grid = [0.25, 0.5, 0.75, 0.9, 1.0, 1.1, 1.25, 1.5];
+        for queue in [true, false] {
+            for c in [2usize, 4, 8] {
+                let capacity = 10.0 * c as f64;
+                let rates: Vec<f64> = grid.iter().map(|f| f * capacity).collect();
+                let (trials, mut single, mut replicated, mut width) = (100u64, 0u64, 0u64, 0.0);
+                for trial in 0..trials {
+                    let ranges: Vec<[f64; 3]> = (0..3)
+                        .map(|k| {
+                            let a = analyse("rps", simulated_sweep(c, queue, &rates, trial * 3 + k), None);
+                            a.knee
+                                .and_then(|kn| kn.range(1.0).map(|(lo, hi)| [kn.load, lo, hi]))
+                                .unwrap_or([f64::NAN; 3])
+                        })
+                        .collect();
+                    single += u64::from(interval::bracketed(&ranges[..1]).is_some_and(|i| i.contains(capacity)));
+                    let i = interval::bracketed(&ranges);
+                    replicated += u64::from(i.is_some_and(|i| i.contains(capacity)));
+                    width += i.map_or(f64::INFINITY, |i| i.hi - i.lo) / capacity;
+                }
+                let what = format!("c = {c}, queue {queue}: single {single}, replicated {replicated} of {trials}");
+                // One sweep alone misses now and then: a stall bunches the arrivals of the step
+                // below the capacity into errors past the 5 % rule, and the knee drops a step
+                // (the CI flake of issue 27). Measured here: at most 7 of 100 (c = 4, refused).
+                assert!(single >= 90 && replicated >= 95, "{what}");
+                assert!(width / (trials as f64) < 0.5, "{what}: mean width {} of the capacity", width / trials as f64);
+            }
+        }
     }
 }

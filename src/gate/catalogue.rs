@@ -39,6 +39,9 @@ pub type StageReader = fn(&StageSummary) -> Option<f64>;
 pub type RunReader = fn(&Summary) -> Option<f64>;
 /// Reads a metric's value in each batch of a stage (`analysis::batches`), in time order.
 pub type BatchReader = fn(&Batches) -> Vec<f64>;
+/// Reads the range a run locates a metric in, `[value, lower, upper]`: a knee lies between
+/// two steps of its sweep.
+pub type RangeReader = fn(&Summary) -> Option<[f64; 3]>;
 
 /// One row of the catalogue.
 #[derive(Clone, Copy, Debug)]
@@ -57,6 +60,8 @@ pub struct Metric {
     run: Option<RunReader>,
     /// Its value per batch of a stage, for an interval within one run; `None`: not batched.
     batch: Option<BatchReader>,
+    /// The range one run locates it in (a sweep's steps around the knee); `None`: a point.
+    range: Option<RangeReader>,
 }
 
 impl Metric {
@@ -102,7 +107,7 @@ const fn phased(
     stage: StageReader,
     run: Option<RunReader>,
 ) -> Metric {
-    Metric { name, help, worse, noise, stage: Some(stage), run, batch: None }
+    Metric { name, help, worse, noise, stage: Some(stage), run, batch: None, range: None }
 }
 
 impl Metric {
@@ -115,13 +120,35 @@ impl Metric {
     /// share ≤ 1 (a t interval over few values that disagree can reach past them). Differences
     /// are computed from the uncut interval, whose width is the standard error's.
     pub fn clamp(&self, mut i: Interval) -> Interval {
-        let share =
-            self.name.starts_with("outcomes.") || self.name == "slo.attainment" || self.name.ends_with("_share");
         i.lo = i.lo.max(0.0);
-        if share {
+        if self.is_share() {
             i.hi = i.hi.min(1.0);
         }
         i
+    }
+
+    /// The same metric, located by a run only between two values (`range`).
+    const fn ranged(self, range: RangeReader) -> Self {
+        Self { range: Some(range), ..self }
+    }
+
+    /// The range `s` locates it in, as an interval ([`Method::Steps`]); `None` for a point
+    /// metric or when the run gives no range (a knee at the sweep's last step).
+    pub fn range_in(&self, s: &Summary) -> Option<Interval> {
+        interval::bracketed(&[(self.range?)(s)?])
+    }
+
+    /// Over replicates: their ranges combined ([`interval::bracketed`]); `None` for a point
+    /// metric or when a replicate gives no range.
+    pub fn range_over(&self, runs: &[&Summary]) -> Option<Interval> {
+        let read = self.range?;
+        let ranges: Option<Vec<[f64; 3]>> = runs.iter().map(|s| read(s)).collect();
+        interval::bracketed(&ranges?)
+    }
+
+    /// Whether it is a share of requests (between 0 and 1).
+    fn is_share(&self) -> bool {
+        self.name.starts_with("outcomes.") || self.name == "slo.attainment" || self.name.ends_with("_share")
     }
 
     /// Whether a run can give it an interval from within (it is read per batch).
@@ -149,6 +176,13 @@ impl Metric {
         };
         let spread = interval::mean(&batch(batches), Method::BatchMeans)?;
         let half = spread.half_width();
+        let requests: u64 = batches.requests.iter().sum();
+        if half == 0.0 && self.is_share() && requests > 0 {
+            // Every batch at 0 (or 1): no spread is not certainty. 0 errors in 1,000 requests
+            // still allows 0.4 %: Wilson's interval on the run's count says how much.
+            let k = (estimate * requests as f64).round() as u64;
+            return interval::wilson(k.min(requests), requests);
+        }
         Some(Interval { estimate, lo: estimate - half, hi: estimate + half, n: spread.n, method: Method::BatchMeans })
     }
 }
@@ -161,7 +195,7 @@ fn batch_latency(b: &Batches, k: usize) -> Vec<f64> {
 
 /// A metric of the whole run only.
 const fn whole(name: &'static str, help: &'static str, worse: Worse, noise: Noise, run: RunReader) -> Metric {
-    Metric { name, help, worse, noise, stage: None, run: Some(run), batch: None }
+    Metric { name, help, worse, noise, stage: None, run: Some(run), batch: None, range: None }
 }
 
 use Noise::{Absolute, Relative};
@@ -319,7 +353,8 @@ pub const METRICS: &[Metric] = &[
         RATIO,
         |st| st.attempts_per_request,
         Some(|s| s.retry.as_ref().map(|r| r.amplification.overall).or(s.totals.attempts_per_request)),
-    ),
+    )
+    .batched(|b| b.amplification.clone()),
     whole(
         "retry.amplification.max_window",
         "largest A over seconds of sending with ≥ 5 requests",
@@ -367,12 +402,26 @@ pub const METRICS: &[Metric] = &[
     }),
     whole("sweep.knee.load", "load at the knee (users or req/s)", Lower, Relative, |s| {
         s.sweep.as_ref().and_then(|w| w.knee.as_ref()).map(|k| k.load)
+    })
+    .ranged(|s| {
+        let k = s.sweep.as_ref()?.knee.as_ref()?;
+        k.range(1.0).map(|(lo, hi)| [k.load, lo, hi])
     }),
     whole("sweep.knee.rps", "throughput at the knee, req/s", Lower, Relative, |s| {
         s.sweep.as_ref().and_then(|w| w.knee.as_ref()).map(|k| k.rps)
     }),
     whole("sweep.safe_limit.load", "80 % of the knee (users or req/s)", Lower, Relative, |s| {
         s.sweep.as_ref().and_then(|w| w.safe_limit.as_ref()).map(|l| l.load)
+    })
+    // 80 % of the knee's range, unless the objective set the limit lower than that.
+    .ranged(|s| {
+        let w = s.sweep.as_ref()?;
+        w.safe_limit.as_ref()?;
+        if w.safe_limit_set_by.as_deref() == Some("objective") {
+            return None;
+        }
+        let (lo, hi) = w.knee.as_ref()?.range(crate::analysis::sweep::SAFE_SHARE)?;
+        Some([w.safe_limit.as_ref()?.load, lo, hi])
     }),
     whole("sweep.safe_limit.rps", "throughput at the safe limit, req/s", Lower, Relative, |s| {
         s.sweep.as_ref().and_then(|w| w.safe_limit.as_ref()).map(|l| l.rps)
@@ -490,5 +539,32 @@ mod tests {
             catalogue.as_slice(),
             "scenario/gate.rs METRIC_NAMES must mirror the catalogue (name, per phase)"
         );
+    }
+
+    /// A clean stage (158 requests, no error in any batch) has no spread, but not certainty:
+    /// its error rate's interval is Wilson's for 0 of 158, [0, 2.4 %], not [0, 0]. A latency
+    /// with no spread keeps its zero width (it is not a count).
+    #[test]
+    fn a_share_with_no_spread_gets_wilson_s_interval_not_zero_width() {
+        let mut s: Summary =
+            serde_json::from_str(include_str!("../../tests/it/fixtures/slow-upstream-summary.json")).unwrap();
+        let st = s.stages.iter_mut().find(|st| st.name == "baseline").unwrap();
+        st.batches = Some(Batches {
+            seconds: 3.0,
+            requests: vec![31, 32, 31, 32, 32],
+            latency_valid_ms: vec![Some([100.0, 110.0, 120.0, 130.0]); 5],
+            valid_rate: vec![1.0; 5],
+            error_rate: vec![0.0; 5],
+            timeout_rate: vec![0.0; 5],
+            shed_rate: vec![0.0; 5],
+            ..Batches::default()
+        });
+        let errors = metric("outcomes.error_rate").unwrap().within_run(&s, Some("baseline")).unwrap();
+        assert_eq!((errors.estimate, errors.lo, errors.method, errors.n), (0.0, 0.0, Method::Wilson, 158));
+        assert!((errors.hi - 0.0238).abs() < 5e-4, "{errors:?}");
+        let valid = metric("outcomes.valid_rate").unwrap().within_run(&s, Some("baseline")).unwrap();
+        assert!(valid.hi == 1.0 && (valid.lo - 0.9762).abs() < 5e-4, "{valid:?}");
+        let p95 = metric("latency.p95_ms").unwrap().within_run(&s, Some("baseline")).unwrap();
+        assert_eq!((p95.lo, p95.hi, p95.method), (p95.estimate, p95.estimate, Method::BatchMeans));
     }
 }

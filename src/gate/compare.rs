@@ -257,15 +257,28 @@ pub fn compared_metrics(runs: &[&Summary]) -> Vec<(&'static str, Option<String>)
 }
 
 /// Each run's name: its variant, else its run id; a variant that appears twice (two quarters
-/// of the same variant) gets its run id too.
+/// of the same variant) gets its run id too, and names that still collide (copies of one run)
+/// their place among the runs so named, `#1`, `#2`, … — a chart's legend must tell them apart.
 fn names(runs: &[&Summary]) -> Vec<String> {
     let base: Vec<String> = runs.iter().map(|s| s.variant.clone().unwrap_or_else(|| s.run_id.clone())).collect();
-    base.iter()
+    let named: Vec<String> = base
+        .iter()
         .zip(runs)
         .map(|(n, s)| {
             if base.iter().filter(|b| *b == n).count() > 1 && *n != s.run_id {
                 let id = s.run_id.strip_suffix(&format!("/{n}")).unwrap_or(&s.run_id);
                 format!("{n} {id}")
+            } else {
+                n.clone()
+            }
+        })
+        .collect();
+    named
+        .iter()
+        .enumerate()
+        .map(|(i, n)| {
+            if named.iter().filter(|m| *m == n).count() > 1 {
+                format!("{n} #{}", named[..=i].iter().filter(|m| *m == n).count())
             } else {
                 n.clone()
             }
@@ -282,7 +295,9 @@ fn push_row(rows: &mut Vec<Row>, runs: &[&Summary], name: &str, phase: Option<&s
     let judged = runs[0].objective.is_none() || !name.starts_with("outcomes.");
     let change = change(name, values[0], values[values.len() - 1], judged);
     let meta = metric(name);
-    let intervals: Vec<Option<Interval>> = runs.iter().map(|s| meta.and_then(|m| m.within_run(s, phase))).collect();
+    // A knee's own interval is the sweep's steps around it.
+    let intervals: Vec<Option<Interval>> =
+        runs.iter().map(|s| meta.and_then(|m| m.within_run(s, phase).or_else(|| m.range_in(s)))).collect();
     let changes = match meta {
         Some(m) if judged && name != "requests" && name != "outcomes.shed_rate" => change_points(m, &intervals),
         _ => Vec::new(),
@@ -507,8 +522,14 @@ mod tests {
     }
 
     #[test]
-    fn two_runs_of_one_variant_are_told_apart_by_run_id() {
+    fn two_runs_of_one_variant_are_told_apart_by_run_id_and_copies_by_place() {
         let (a, b) = (run("hardened", 1, 1.0, 1, 0), run("hardened", 1, 1.0, 1, 0));
-        assert_eq!(names(&[&a, &b]), ["hardened run-hardened", "hardened run-hardened"]);
+        let mut c = run("hardened", 1, 1.0, 1, 0);
+        c.run_id = "2026-q3/hardened".into();
+        assert_eq!(
+            names(&[&a, &c, &b]),
+            ["hardened run-hardened #1", "hardened 2026-q3", "hardened run-hardened #2"],
+            "copies of one run are numbered"
+        );
     }
 }

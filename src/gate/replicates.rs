@@ -180,10 +180,9 @@ pub fn replicated(replicates: Vec<Replicate>, groups: &[GroupRuns], on_inconclus
                     values.iter().any(Option::is_some).then(|| Row {
                         metric: (*m).to_string(),
                         phase: phase.clone(),
-                        interval: finite(&values)
-                            .and_then(|v| interval::mean(&v, Method::Replicates))
-                            .map(|i| super::metric(m).map_or(i, |meta| meta.clamp(i))),
-                        shown: values.iter().map(|v| v.map_or("—".into(), show)).collect(),
+                        interval: over_seeds(runs, m, &values),
+                        // In the metric's own unit, as a comparison shows it (a share as %).
+                        shown: values.iter().map(|v| v.map_or("—".into(), |v| super::compare::show(m, v))).collect(),
                         values: values.iter().map(|v| v.filter(|v| v.is_finite())).collect(),
                     })
                 })
@@ -214,6 +213,17 @@ pub fn replicated(replicates: Vec<Replicate>, groups: &[GroupRuns], on_inconclus
         groups: out_groups,
         differences,
     }
+}
+
+/// The interval of a metric over the replicates (`values`, one per seed): a sweep's knee
+/// from every replicate's steps around it, anything else the t interval of the mean; cut to
+/// what the metric can take.
+fn over_seeds(runs: &[Summary], m: &str, values: &[Option<f64>]) -> Option<Interval> {
+    let meta = super::metric(m);
+    let all: Vec<&Summary> = runs.iter().collect();
+    meta.and_then(|meta| meta.range_over(&all))
+        .or_else(|| finite(values).and_then(|v| interval::mean(&v, Method::Replicates)))
+        .map(|i| meta.map_or(i, |meta| meta.clamp(i)))
 }
 
 /// All of `values` when every one is measured and finite.

@@ -191,6 +191,8 @@ pub struct LineChart {
     /// Lines break where consecutive points are further apart than this (a gap in the data
     /// is not drawn as a straight line across it).
     pub max_gap: Option<f64>,
+    /// The x axis counts things (runs): labels at whole numbers only.
+    pub x_whole: bool,
 }
 
 /// Small multiples: line charts one above the other on the same x and y ranges (and the same
@@ -500,6 +502,33 @@ mod tests {
     use super::draw::{draw_lines, draw_panels, marked, split_at_gaps};
     use super::*;
 
+    /// A history's x axis counts runs: labelled 1, 2, 3 and nothing between ("run 1.5").
+    #[test]
+    fn an_axis_of_runs_is_labelled_at_whole_numbers_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let chart = Chart::Lines(LineChart {
+            title: "p95 over the runs".into(),
+            x_label: "run".into(),
+            y_label: "ms".into(),
+            lines: vec![Line { name: "p95".into(), points: vec![(1.0, 300.0), (2.0, 302.0), (3.0, 420.0)], color: 0 }],
+            x_whole: true,
+            ..LineChart::default()
+        });
+        let labels = |c: &Chart, name: &str| {
+            let text = std::fs::read_to_string(write(c, dir.path(), name).unwrap()).unwrap();
+            let x: Vec<String> = ["1", "1.5", "2", "2.5", "3"]
+                .iter()
+                .filter(|n| text.contains(&format!("\n{n}\n</text>")))
+                .map(|n| (*n).to_string())
+                .collect();
+            x
+        };
+        assert_eq!(labels(&chart, "runs"), ["1", "2", "3"]);
+        let Chart::Lines(mut plain) = chart else { unreachable!() };
+        plain.x_whole = false;
+        assert!(labels(&Chart::Lines(plain), "plain").contains(&"1.5".to_string()), "a plain axis has fractions");
+    }
+
     #[test]
     fn a_chart_is_written_as_svg_with_its_labels_and_as_a_png() {
         let dir = tempfile::tempdir().unwrap();
@@ -515,6 +544,7 @@ mod tests {
             reference: Some((100.0, "baseline".into())),
             x_range: Some((0.0, 3.0)),
             max_gap: None,
+            x_whole: false,
         });
         let svg = write(&chart, dir.path(), "latency").unwrap();
         let text = std::fs::read_to_string(&svg).unwrap();

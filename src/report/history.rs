@@ -64,6 +64,7 @@ pub(super) fn charts(c: &Comparison) -> Vec<(String, Chart)> {
             let chart = LineChart {
                 title: format!("{} ({scope}) over the runs", r.metric),
                 x_label: "run, in the order given (1 = the first)".into(),
+                x_whole: true,
                 y_label: r.metric.replace(".", " "),
                 lines,
                 markers,

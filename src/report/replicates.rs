@@ -10,6 +10,7 @@ use std::path::Path;
 use super::ReportError;
 use super::charts::Chart;
 use super::doc::{Block, Doc};
+use crate::analysis::interval::Method;
 use crate::gate::replicates::{Group, Replicated};
 use crate::gate::{Verdict, show};
 use crate::markup::{code, link, text};
@@ -86,6 +87,15 @@ pub fn document(r: &Replicated, charts: &[(Option<String>, String)]) -> Doc {
         seeds.iter().map(u64::to_string).collect::<Vec<_>>().join(", "),
         r.time_scale
     )));
+    if r.groups
+        .iter()
+        .flat_map(|g| &g.rows)
+        .any(|row| row.interval.is_some_and(|i| i.method == Method::ReplicatedSteps))
+    {
+        d.push(Block::Para(
+            "A sweep locates its knee only between two of its steps (the ones on either side of the knee's step): the knee's and the safe limit's intervals run from the t interval of the replicates' lower steps down to that of their upper steps up, so they hold both the seeds' spread and the sweep's resolution. The mean is the mean step the sweeps put the knee on.".into(),
+        ));
+    }
     let aborted: Vec<String> = r.replicates.iter().filter(|x| x.status != "completed").map(|x| code(&x.dir)).collect();
     if !aborted.is_empty() {
         d.push(Block::Para(format!("**Note:** not counted (a run aborted): {}.", aborted.join(", "))));
@@ -106,7 +116,8 @@ pub fn document(r: &Replicated, charts: &[(Option<String>, String)]) -> Doc {
             .iter()
             .map(|row| {
                 let (mean, ci) = row.interval.map_or(("—".into(), "—".into()), |i| {
-                    (show(i.estimate), format!("[{}, {}]", show(i.lo), show(i.hi)))
+                    let unit = |v: f64| crate::gate::compare::show(&row.metric, v);
+                    (unit(i.estimate), format!("[{}, {}]", unit(i.lo), unit(i.hi)))
                 });
                 let mut cells =
                     vec![code(&row.metric), row.phase.as_deref().map_or("whole run".into(), text), mean, ci];

@@ -38,6 +38,16 @@ fn knee(s: &Summary, condition: &str) -> f64 {
     c.sweep.knee.as_ref().unwrap_or_else(|| panic!("no knee under {condition}: {:?}", c.sweep)).load
 }
 
+/// Asserts that the knee's own interval under `condition` (the sweep's steps around it, as
+/// the tool reports it) holds the known capacity `truth`: the tool's interval, not a margin
+/// set by hand.
+fn knee_holds(s: &Summary, condition: &str, truth: f64) {
+    let c = s.conditions.iter().find(|c| c.condition == condition).unwrap_or_else(|| panic!("{condition}"));
+    let k = c.sweep.knee.as_ref().unwrap_or_else(|| panic!("no knee under {condition}: {:?}", c.sweep));
+    let (lo, hi) = k.range(1.0).unwrap_or_else(|| panic!("{condition}: the knee is the last step: {k:?}"));
+    assert!(lo <= truth && truth <= hi, "{condition}: the knee lies in [{lo}, {hi}], not at {truth}: {k:?}");
+}
+
 /// Open load: c/S = 40 req/s healthy; under latency ×3 the slots serve c/(3S) = 13.3 req/s.
 /// The fault applies to its condition's sweep only: the healthy sweep's steps never see it.
 /// Then the recommended limit (80 % of the slow knee) is held through the same fault, which
@@ -68,9 +78,9 @@ within = "4s"
 "#
     );
     let (s, _dir) = run(&text).await;
-    let (healthy, slow) = (knee(&s, "healthy"), knee(&s, "slow-x3"));
-    assert!((healthy - 40.0).abs() <= 4.0, "healthy knee {healthy}");
-    assert!((slow - 40.0 / 3.0).abs() <= 40.0 / 30.0 + 1e-9, "slow-x3 knee {slow}");
+    knee_holds(&s, "healthy", 40.0);
+    knee_holds(&s, "slow-x3", 40.0 / 3.0);
+    let slow = knee(&s, "slow-x3");
     // The fault held its condition's sweep at full strength and stayed out of the healthy one.
     let healthy_steps: Vec<f64> = s
         .stages
@@ -116,8 +126,7 @@ conditions = ["healthy", "slow-x3"]
     );
     let (s, _dir) = run(&text).await;
     for c in ["healthy", "slow-x3"] {
-        let k = knee(&s, c);
-        assert!((k - 4.0).abs() <= 0.4, "{c}: knee {k} users");
+        knee_holds(&s, c, 4.0);
     }
     // A condition fault with no start or duration of its own still covers only its sweep.
     let w = s.faults.iter().find(|f| f.name == "slow-x3").unwrap();
@@ -136,6 +145,9 @@ conditions = ["healthy", "slow-x3"]
 /// attempt waits about 317 ms in the queue against a 300 ms margin, so 17 ms of scheduling noise
 /// on a loaded machine lets some attempts through and the cell escapes late ("slow"). At 0.7 the
 /// margin is larger and the cell must be stuck. So 0.6 may be slow or stuck, never "recovered".
+/// Over replicates the tool states this itself: `ci/probe-boundary.sh` runs this model with 8
+/// seeds and reads 0.3 stuck in 0 of 8, 0.5 (λ*) in 5 of 8 [0.31, 0.86], 0.6 and 0.7 in 8 of 8
+/// (docs/gates.md); at about 3 minutes a replicate that is a measurement, not a test.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_probe_finds_the_metastable_boundary_of_a_retrying_client() {
     let text = format!(

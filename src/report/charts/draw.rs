@@ -143,9 +143,13 @@ pub(super) fn draw_lines<DB: DrawingBackend>(
         .x_label_area_size(40)
         .y_label_area_size(64)
         .build_cartesian_2d(x0..x1, 0.0..ymax)?;
+    // A count (runs 1, 2, 3) is labelled at whole numbers only: "run 1.5" is no run.
+    let whole = |x: &f64| if x.fract().abs() < 1e-9 { format!("{x:.0}") } else { String::new() };
+    let x_labels = if c.x_whole { ((x1 - x0).floor() as usize + 1).clamp(2, 12) } else { 10 };
     chart
         .configure_mesh()
-        .x_label_formatter(&|x: &f64| number(*x, x1 - x0))
+        .x_labels(x_labels)
+        .x_label_formatter(&|x: &f64| if c.x_whole { whole(x) } else { number(*x, x1 - x0) })
         .y_label_formatter(&|y: &f64| number(*y, ymax))
         .x_desc(&c.x_label)
         .y_desc(&c.y_label)
