@@ -2,8 +2,9 @@
 //! `Fault::latency(3.0).after(secs(10)).lasting(secs(60))`.
 
 use super::{
-    Fault, HangFault, HangMode, LatencyFault, MalformedFault, MalformedMode, Match, OutageFault, RateLimitFault,
-    ResetFault, ResetWhen, RetryAfter, StatusFault, TtlExpiryFault,
+    Fault, HangFault, HangMode, LatencyFault, MalformedFault, MalformedMode, Match, OutageFault, QuirkFault, QuirkMode,
+    RateLimitFault, ResetFault, ResetWhen, RetryAfter, SpendLimitFault, StatusFault, ToolCallFault, ToolCallMode,
+    TtlExpiryFault,
 };
 use crate::duration::Duration;
 
@@ -37,6 +38,21 @@ impl Fault {
     /// Answers malformed in `mode`.
     pub fn malformed(mode: MalformedMode) -> Self {
         Self::Malformed(MalformedFault { mode, ..Default::default() })
+    }
+
+    /// Answers to requests that offer tools call one that breaks in `mode`.
+    pub fn tool_call(mode: ToolCallMode) -> Self {
+        Self::ToolCall(ToolCallFault { mode, ..Default::default() })
+    }
+
+    /// Answers with the provider quirk `mode`.
+    pub fn quirk(mode: QuirkMode) -> Self {
+        Self::Quirk(QuirkFault { mode, ..Default::default() })
+    }
+
+    /// The account's spend limit is exhausted: 429s that say not to retry.
+    pub fn spend_limit() -> Self {
+        Self::SpendLimit(SpendLimitFault::default())
     }
 
     /// The upstream refuses connections.
@@ -89,6 +105,14 @@ impl Fault {
     pub fn retry_after(mut self, wait: std::time::Duration) -> Self {
         if let Self::Status(s) = &mut self {
             s.retry_after = Some(RetryAfter::Fixed(wait.into()));
+        }
+        self
+    }
+
+    /// Sets `x-should-retry` on a `status` fault (no effect on other kinds).
+    pub fn should_retry(mut self, retry: bool) -> Self {
+        if let Self::Status(s) = &mut self {
+            s.should_retry = Some(retry);
         }
         self
     }

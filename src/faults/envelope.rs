@@ -31,6 +31,8 @@ pub struct RequestFacts<'a> {
     pub model: Option<&'a str>,
     /// Streaming request.
     pub stream: bool,
+    /// The request offers tools (a `tool_call` fault applies to no other).
+    pub tools: bool,
 }
 
 impl Match {
@@ -128,6 +130,7 @@ mod tests {
             path: "/v1/chat/completions",
             model: Some("gpt-4o-mini"),
             stream: true,
+            tools: false,
         };
         assert!(m.matches(&facts));
         assert!(!m.matches(&RequestFacts { stream: false, ..facts }));

@@ -19,11 +19,14 @@ pub mod latency;
 pub mod malformed;
 pub mod network;
 pub mod outage;
+pub mod quirk;
 pub mod rate_limit;
 pub mod reset;
 mod ruling;
+pub mod spend_limit;
 pub mod status;
 mod timeline;
+pub mod tool_call;
 pub mod ttl_expiry;
 
 use schemars::JsonSchema;
@@ -36,12 +39,15 @@ pub use latency::LatencyFault;
 pub use malformed::{MalformedFault, MalformedMode};
 pub use network::{NetworkFault, NetworkFaultError};
 pub use outage::OutageFault;
+pub use quirk::{QuirkFault, QuirkMode};
 pub use rate_limit::{RateLimitFault, effective_limit};
 pub use reset::{ResetFault, ResetWhen};
 use ruling::Effect;
 pub use ruling::{Action, Applied, HEADER_FAULT, RateOverride, Ruling};
+pub use spend_limit::SpendLimitFault;
 pub use status::{RetryAfter, StatusFault};
 pub use timeline::{Entry, Timeline};
+pub use tool_call::{ToolCallFault, ToolCallMode};
 pub use ttl_expiry::{FlushHook, TtlExpiryFault};
 
 use crate::duration::Duration;
@@ -162,6 +168,12 @@ pub enum Fault {
     Outage(OutageFault),
     /// Responses expire together.
     TtlExpiry(TtlExpiryFault),
+    /// Tool calls break (requests that offer tools only).
+    ToolCall(ToolCallFault),
+    /// The provider deviates from the spec as real ones do.
+    Quirk(QuirkFault),
+    /// The account's spend limit is exhausted: 429, not to be retried.
+    SpendLimit(SpendLimitFault),
 }
 
 /// The longest fault name, characters: a name goes into file names, metric labels and
@@ -170,8 +182,19 @@ pub const MAX_NAME_CHARS: usize = 64;
 
 impl Fault {
     /// Every `kind`, in the order of the docs.
-    pub const KINDS: [&'static str; 8] =
-        ["latency", "rate_limit", "status", "hang", "reset", "malformed", "outage", "ttl_expiry"];
+    pub const KINDS: [&'static str; 11] = [
+        "latency",
+        "rate_limit",
+        "status",
+        "hang",
+        "reset",
+        "malformed",
+        "outage",
+        "ttl_expiry",
+        "tool_call",
+        "quirk",
+        "spend_limit",
+    ];
 
     /// The `kind` value.
     pub fn kind(&self) -> &'static str {
@@ -184,6 +207,9 @@ impl Fault {
             Self::Malformed(_) => "malformed",
             Self::Outage(_) => "outage",
             Self::TtlExpiry(_) => "ttl_expiry",
+            Self::ToolCall(_) => "tool_call",
+            Self::Quirk(_) => "quirk",
+            Self::SpendLimit(_) => "spend_limit",
         }
     }
 
@@ -198,6 +224,9 @@ impl Fault {
             Self::Malformed(f) => f.envelope(),
             Self::Outage(f) => f.envelope(),
             Self::TtlExpiry(f) => f.envelope(),
+            Self::ToolCall(f) => f.envelope(),
+            Self::Quirk(f) => f.envelope(),
+            Self::SpendLimit(f) => f.envelope(),
         }
     }
 
@@ -212,6 +241,9 @@ impl Fault {
             Self::Malformed(f) => f.envelope_mut(),
             Self::Outage(f) => f.envelope_mut(),
             Self::TtlExpiry(f) => f.envelope_mut(),
+            Self::ToolCall(f) => f.envelope_mut(),
+            Self::Quirk(f) => f.envelope_mut(),
+            Self::SpendLimit(f) => f.envelope_mut(),
         }
     }
 
@@ -265,6 +297,9 @@ impl Fault {
             Self::Malformed(f) => f.problems(&mut out),
             Self::Outage(f) => f.problems(&mut out),
             Self::TtlExpiry(f) => f.problems(&mut out),
+            Self::ToolCall(f) => f.problems(&mut out),
+            Self::Quirk(f) => f.problems(&mut out),
+            Self::SpendLimit(f) => f.problems(&mut out),
         }
         out
     }
@@ -279,6 +314,9 @@ impl Fault {
             Self::Hang(f) => Effect::Action(f.action()),
             Self::Reset(f) => Effect::Action(f.action()),
             Self::Malformed(f) => Effect::Action(f.action()),
+            Self::ToolCall(f) => Effect::Action(f.action()),
+            Self::Quirk(f) => Effect::Action(f.action()),
+            Self::SpendLimit(f) => Effect::Action(f.action()),
             Self::TtlExpiry(_) => Effect::CacheExpiry { at_us: window.end_us? },
             Self::Outage(_) => return None,
         })

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use super::{HangMode, MalformedMode, ResetWhen, Timeline};
+use super::{HangMode, MalformedMode, QuirkMode, ResetWhen, Timeline, ToolCallMode};
 
 /// What a fault does to one request.
 #[derive(Clone, Debug, PartialEq)]
@@ -29,6 +29,10 @@ pub enum Action {
         code: u16,
         /// `Retry-After` to send.
         retry_after: Option<std::time::Duration>,
+        /// `x-should-retry` to send.
+        should_retry: Option<bool>,
+        /// The provider's spend-limit (quota) error instead of its rate-limit one.
+        spend_limit: bool,
     },
     /// Hang.
     Hang {
@@ -50,6 +54,10 @@ pub enum Action {
     },
     /// Answer with something malformed.
     Malformed(MalformedMode),
+    /// Answer with a tool call that breaks (requests that offer tools only).
+    ToolCall(ToolCallMode),
+    /// Answer with a provider quirk.
+    Quirk(QuirkMode),
 }
 
 /// A lowered rate limit in force for a request.

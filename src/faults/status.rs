@@ -1,6 +1,8 @@
 //! `status`: a storm of one error status — 429 with `Retry-After` (fixed or drawn from a
-//! range), 500, 502, 503, 529 (Anthropic "overloaded") — with the provider's error body.
-//! Answered at once, before any capacity is used, as a provider's edge would.
+//! range, including values past the 120 s beyond which openai-python gives up instead of
+//! waiting), 500, 502, 503, 529 (Anthropic "overloaded") — with the provider's error body,
+//! and `x-should-retry: true|false` when asked (the Stainless SDKs obey it over their status
+//! rule). Answered at once, before any capacity is used, as a provider's edge would.
 
 use std::fmt;
 use std::str::FromStr;
@@ -18,6 +20,8 @@ fault_spec! {
         code: u16,
         /// `Retry-After` to send: a duration (`"2s"`) or a range drawn uniformly (`"1s..5s"`).
         retry_after: Option<RetryAfter>,
+        /// Send `x-should-retry: true` or `false` (absent: no such header).
+        should_retry: Option<bool>,
     }
 }
 
@@ -33,7 +37,12 @@ impl StatusFault {
 
     /// The action for a request, with `draw` in [0, 1) choosing a `Retry-After` from a range.
     pub(super) fn action(&self, draw: f64) -> Action {
-        Action::Status { code: self.code, retry_after: self.retry_after.map(|r| r.pick(draw)) }
+        Action::Status {
+            code: self.code,
+            retry_after: self.retry_after.map(|r| r.pick(draw)),
+            should_retry: self.should_retry,
+            spend_limit: false,
+        }
     }
 }
 

@@ -10,7 +10,7 @@ use proptest::prelude::*;
 const SEC: u64 = 1_000_000;
 
 fn facts(upstream: &str, stream: bool) -> RequestFacts<'_> {
-    RequestFacts { upstream, path: "/v1/chat/completions", model: Some("gpt-4o-mini"), stream }
+    RequestFacts { upstream, path: "/v1/chat/completions", model: Some("gpt-4o-mini"), stream, tools: false }
 }
 
 fn timeline(faults: Vec<Fault>) -> Timeline {

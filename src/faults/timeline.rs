@@ -106,6 +106,9 @@ impl Timeline {
             if entry.listener_level || !entry.matches.matches(facts) {
                 continue;
             }
+            if matches!(entry.fault, Fault::ToolCall(_)) && !facts.tools {
+                continue;
+            }
             let strength = entry.window.strength(t_us);
             if strength <= 0.0 {
                 continue;

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use hyper::Response;
-use hyper::header::{CONTENT_TYPE, HeaderValue};
+use hyper::header::{CONTENT_TYPE, HeaderName, HeaderValue};
 
 use super::admit::{admit, pause};
 use super::attempts::Decision;
@@ -20,9 +20,11 @@ use super::provider_error::{Flavor, ProviderError};
 use super::request::{self, Api, ChatRequest};
 use super::service::Outcome;
 use super::state::AttemptGuard;
-use super::{anthropic, embeddings, openai};
+use super::{anthropic, embeddings, openai, responses, tools};
 use crate::duration::later;
-use crate::faults::{Action, Entry, HangMode, MalformedMode, NetworkFault, RequestFacts, ResetWhen};
+use crate::faults::{
+    Action, Entry, HangMode, MalformedMode, NetworkFault, QuirkMode, RequestFacts, ResetWhen, ToolCallMode,
+};
 use crate::provider::Plan;
 use crate::provider::decide::{self, Edge as ProviderEdge};
 use crate::provider::token_bucket::RateDecision;
@@ -50,6 +52,10 @@ pub(crate) fn header_fault(guard: &AttemptGuard, value: Option<HeaderValue>) -> 
     Ok(Some(Box::new(Entry::from_network("x-chaos-fault", fault.untimed(), guard.t_us()))))
 }
 
+#[expect(
+    clippy::too_many_lines,
+    reason = "one request's path in the order a provider takes it: parse, rule, edge, admit, cache, answer; each step needs the ones before"
+)]
 pub(crate) async fn serve_chat(
     mut guard: AttemptGuard,
     api: Api,
@@ -58,7 +64,8 @@ pub(crate) async fn serve_chat(
     extra: Option<Box<Entry>>,
 ) -> Outcome {
     let flavor = Flavor::from(api);
-    let req = match request::parse_chat(body, api) {
+    let parsed = if api == Api::Responses { request::parse_responses(body) } else { request::parse_chat(body, api) };
+    let req = match parsed {
         Ok(r) => r,
         Err(bad) => return Ok(bad_request(&mut guard, bad, flavor)),
     };
@@ -68,19 +75,37 @@ pub(crate) async fn serve_chat(
         a.prompt_hash = Some(req.prompt_hash);
         a.model = Some(req.model.clone());
         a.stream = req.stream;
+        a.prompt_tokens = req.prompt_tokens;
     }
     let state = guard.state().clone();
     let index = guard.index();
-    let plan = decide::plan(&state.latency, state.shared.seed, state.stream_key, index, req.max_tokens);
-    guard.attempt().output_tokens = plan.output_tokens;
-    let facts = RequestFacts { upstream: &state.name, path: api.path(), model: Some(&req.model), stream: req.stream };
+    let mut plan = decide::plan(&state.latency, state.shared.seed, state.stream_key, index, req.max_tokens);
+    let facts = RequestFacts {
+        upstream: &state.name,
+        path: api.path(),
+        model: Some(&req.model),
+        stream: req.stream,
+        tools: req.tools.is_some(),
+    };
     // Only what is needed after the awaits below is kept: the request's state machine stays small.
-    let (plan, action, rate_limits, expires_us) = {
+    let (shaped, action, rate_limits, expires_us) = {
         let mut ruling = state.decide(&facts, guard.t_us(), index, extra.as_deref());
         drop(extra);
         guard.note(&mut ruling);
         (decide::shaped(plan, &ruling), ruling.action, std::mem::take(&mut ruling.rate_limits), ruling.cache_expires_us)
     };
+    plan = shaped;
+    // Tool calls replace the text: their argument fragments are the answer's output tokens.
+    let tool_fault = if let Action::ToolCall(mode) = action { Some(mode) } else { None };
+    let calls = req.tools.as_deref().and_then(|offer| {
+        let key = (state.shared.seed, state.stream_key, index);
+        tools::decide(offer, &state.profile.tool_calls, tool_fault, key, req.prompt_hash).map(Box::new)
+    });
+    if let Some(c) = &calls {
+        plan.output_tokens = c.tokens();
+    }
+    guard.attempt().output_tokens = plan.output_tokens;
+    guard.attempt().tool_calls = calls.as_ref().map_or(0, |c| c.calls.len() as u32);
     let mut guard = match at_the_edge(guard, &action, flavor, conn.as_ref(), req.stream) {
         Edge::Continue(guard) => guard,
         Edge::Done(outcome) => return outcome,
@@ -96,22 +121,43 @@ pub(crate) async fn serve_chat(
         Err(response) => return Ok(response),
     };
     let t0 = Instant::now();
-    let capped = req.max_tokens.is_some_and(|m| plan.output_tokens >= m);
+    let cache = state.prompt_cache.as_ref().map(|c| {
+        let key = (state.shared.seed, state.stream_key, index);
+        // By probability, any prompt's prefix can be cached: there is no identity to key on.
+        let prefix = if c.by_rate() { req.prompt_tokens } else { req.prefix_tokens };
+        let found = c.lookup(req.prefix_hash, prefix, guard.t_us(), key);
+        (found, c.saving(found, req.prompt_tokens))
+    });
+    if let Some((found, saving)) = cache {
+        plan.ttft = crate::duration::mul_saturating(plan.ttft, 1.0 - saving);
+        guard.attempt().cached_tokens = found.cached;
+    }
+    let (cached, written) = cache.map_or((0, 0), |(f, _)| (f.cached, f.written));
+    let usage = openai::Usage::new(req.prompt_tokens, plan.output_tokens).cached(cached, written);
+    let capped = calls.is_none() && req.max_tokens.is_some_and(|m| plan.output_tokens >= m);
     let ids = ResponseIds::new(&state, index, t0);
     let words = Words::new(state.shared.seed, req.prompt_hash);
     guard.decided(decide::decision_for(&action), 200);
     let many_headers = limits.is_some() || expires_us.is_some();
+    let quirk = if let Action::Quirk(q) = action { Some(q) } else { None };
     if req.stream {
         let framing = match api {
             Api::Messages => {
-                Framing::Anthropic { frame: anthropic::EventFrame::new(&ids.id(api), &req.model, req.prompt_tokens) }
+                Framing::Anthropic { frame: anthropic::EventFrame::new(&ids.id(api), &req.model, usage), usage }
+            }
+            Api::Responses => {
+                let head = responses::Head { id: ids.id(api), model: req.model.to_string(), created: ids.created };
+                Framing::Responses { frame: Box::new(responses::EventFrame::new(head, words.clone())), usage }
             }
             _ => Framing::OpenAi {
                 frame: openai::ChunkFrame::new(&ids.id(api), ids.created, &req.model, req.include_usage),
-                usage: req.include_usage.then(|| openai::Usage::new(req.prompt_tokens, plan.output_tokens)),
+                usage: req.include_usage.then_some(usage),
             },
         };
-        let stream = TokenStream::new(framing, words, plan, t0, capped, stream_fault(&action, t0));
+        let mut fault = stream_fault(&action, t0);
+        fault.cut_after = calls.as_ref().and_then(|c| c.cut_after());
+        fault.quirk = quirk;
+        let stream = TokenStream::new(framing, words, calls, plan, t0, capped, fault);
         let mut resp = response(MockBody::stream(stream, guard, conn, permit), many_headers);
         sse_headers(resp.headers_mut());
         finish_headers(resp.headers_mut(), &state, flavor, &ids, limits.as_ref(), expires_us);
@@ -121,7 +167,10 @@ pub(crate) async fn serve_chat(
     pause(t0, if dripping { plan.ttft } else { plan.generation() }).await;
     guard.first_token(t0 + plan.ttft);
     drop(permit);
-    let body = complete_body(&req, &ids, api, &plan, words, capped, &action);
+    let answer = Whole { req: &req, ids: &ids, api, plan: &plan, capped, usage, calls: calls.as_deref(), quirk };
+    let body = complete_body(&answer, words, &action);
+    // A tool call cut in its arguments: the whole answer stops where the stream would.
+    let cut = tool_fault == Some(ToolCallMode::CutInArguments);
     let delivery = Delivery {
         action: &action,
         expires_us,
@@ -129,6 +178,7 @@ pub(crate) async fn serve_chat(
         ids: &ids,
         limits: limits.as_ref(),
         tokens: plan.output_tokens,
+        cut,
     };
     Ok(deliver(guard, body, conn, &delivery))
 }
@@ -148,8 +198,13 @@ pub(crate) async fn serve_embeddings(
     let state = guard.state().clone();
     let index = guard.index();
     let plan = decide::plan(&state.latency, state.shared.seed, state.stream_key, index, Some(1));
-    let facts =
-        RequestFacts { upstream: &state.name, path: Api::Embeddings.path(), model: Some(&req.model), stream: false };
+    let facts = RequestFacts {
+        upstream: &state.name,
+        path: Api::Embeddings.path(),
+        model: Some(&req.model),
+        stream: false,
+        tools: false,
+    };
     let (plan, action, rate_limits, expires_us) = {
         let mut ruling = state.decide(&facts, guard.t_us(), index, extra.as_deref());
         drop(extra);
@@ -184,7 +239,8 @@ pub(crate) async fn serve_embeddings(
         }
         _ => embeddings::response(state.shared.seed, &req),
     };
-    let delivery = Delivery { action: &action, expires_us, flavor, ids: &ids, limits: limits.as_ref(), tokens: 1 };
+    let delivery =
+        Delivery { action: &action, expires_us, flavor, ids: &ids, limits: limits.as_ref(), tokens: 1, cut: false };
     Ok(deliver(guard, body, conn, &delivery))
 }
 
@@ -208,10 +264,15 @@ fn at_the_edge(
     stream: bool,
 ) -> Edge {
     match decide::edge(action) {
-        ProviderEdge::Status { code, retry_after: wait } => {
-            let mut resp = refuse(&mut guard, Decision::FaultStatus, status_error(code), flavor);
+        ProviderEdge::Status { code, retry_after: wait, should_retry, spend_limit } => {
+            let err = if spend_limit { spend_limit_error(flavor) } else { status_error(code) };
+            let mut resp = refuse(&mut guard, Decision::FaultStatus, err, flavor);
             if let Some(wait) = wait {
                 retry_after(resp.headers_mut(), &mut guard, wait);
+            }
+            if let Some(retry) = should_retry {
+                let value = HeaderValue::from_static(if retry { "true" } else { "false" });
+                resp.headers_mut().insert(HeaderName::from_static("x-should-retry"), value);
             }
             Edge::Done(Ok(resp))
         }
@@ -247,6 +308,21 @@ fn at_the_edge(
     }
 }
 
+/// The provider's answer to an account whose spend limit is exhausted: OpenAI's
+/// `insufficient_quota`, Anthropic's `rate_limit_error` naming the limit.
+fn spend_limit_error(flavor: Flavor) -> ProviderError {
+    match flavor {
+        Flavor::OpenAi => {
+            ProviderError::new(429, "You exceeded your current quota, please check your plan and billing details.")
+                .kind("insufficient_quota", Some("insufficient_quota"))
+        }
+        Flavor::Anthropic => ProviderError::new(
+            429,
+            "This request would exceed your organization's monthly spend limit. Raise the limit to continue.",
+        ),
+    }
+}
+
 /// The provider's message for an injected status.
 fn status_error(code: u16) -> ProviderError {
     let msg = match code {
@@ -279,27 +355,40 @@ fn stream_fault(action: &Action, now: Instant) -> StreamFault {
     f
 }
 
-fn complete_body(
-    req: &ChatRequest,
-    ids: &ResponseIds,
+/// What a whole (non-streamed) answer is made of.
+struct Whole<'a> {
+    req: &'a ChatRequest,
+    ids: &'a ResponseIds,
     api: Api,
-    plan: &Plan,
-    words: Words,
+    plan: &'a Plan,
     capped: bool,
-    action: &Action,
-) -> Bytes {
+    usage: openai::Usage,
+    calls: Option<&'a tools::Calls>,
+    quirk: Option<QuirkMode>,
+}
+
+fn complete_body(w: &Whole<'_>, words: Words, action: &Action) -> Bytes {
+    let (req, ids, api) = (w.req, w.ids, w.api);
     let id = ids.id_text(api);
     let wrong = matches!(action, Action::Malformed(MalformedMode::WrongSchema));
-    match (api, wrong) {
-        (Api::Messages, false) => {
-            anthropic::message(&id, &req.model, words, capped, req.prompt_tokens, plan.output_tokens)
+    let tokens = w.plan.output_tokens;
+    match (api, wrong, w.calls) {
+        (Api::Messages, true, _) => anthropic::wrong_schema_message(&id, &req.model, words, tokens),
+        (Api::Messages, false, Some(c)) => anthropic::tool_message(&id, &req.model, c, w.usage),
+        (Api::Messages, false, None) => anthropic::message(&id, &req.model, words, w.capped, w.usage),
+        (Api::Responses, wrong, calls) => {
+            let head = responses::Head { id: id.to_string(), model: req.model.to_string(), created: ids.created };
+            if wrong {
+                return responses::wrong_schema_response(&head, words, tokens);
+            }
+            let usage = (w.quirk != Some(QuirkMode::NoUsageChunk)).then_some(w.usage);
+            responses::response(&head, words, tokens, calls, w.capped, usage)
         }
-        (Api::Messages, true) => anthropic::wrong_schema_message(&id, &req.model, words, plan.output_tokens),
-        (_, true) => openai::wrong_schema_completion(&id, ids.created, &req.model, words, plan.output_tokens),
-        (_, false) => {
-            let finish = if capped { "length" } else { "stop" };
-            let usage = openai::Usage::new(req.prompt_tokens, plan.output_tokens);
-            openai::completion(&id, ids.created, &req.model, words, plan.output_tokens, finish, usage)
+        (_, true, _) => openai::wrong_schema_completion(&id, ids.created, &req.model, words, tokens),
+        (_, false, Some(c)) => openai::tool_completion(&id, ids.created, &req.model, c, w.usage),
+        (_, false, None) => {
+            let finish = if w.capped { "length" } else { "stop" };
+            openai::completion(&id, ids.created, &req.model, words, tokens, finish, w.usage)
         }
     }
 }
@@ -313,6 +402,8 @@ struct Delivery<'a> {
     limits: Option<&'a RateDecision>,
     /// Pieces a slow drip sends the body in.
     tokens: u32,
+    /// Cut the body halfway (a tool call cut in its arguments).
+    cut: bool,
 }
 
 /// The provider's 400 for a body it cannot read.
@@ -322,10 +413,17 @@ fn bad_request(guard: &mut AttemptGuard, bad: request::BadRequest, flavor: Flavo
 
 /// Sends a finished JSON body the way the ruling says: whole, cut, stalled, dripped or reset.
 fn deliver(guard: AttemptGuard, body: Bytes, conn: Option<Arc<ConnCtl>>, d: &Delivery<'_>) -> Response<MockBody> {
-    let Delivery { action, expires_us, flavor, ids, limits, tokens } = *d;
+    let Delivery { action, expires_us, flavor, ids, limits, tokens, cut } = *d;
     let state = guard.state().clone();
     let half = || vec![body.slice(..body.len() / 2)];
     let body = match *action {
+        // The connection closes halfway through the answer.
+        _ if cut => MockBody::paced(
+            Paced::new(half(), Duration::ZERO, End::Stall, Duration::from_millis(50)),
+            guard,
+            conn,
+            None,
+        ),
         Action::Malformed(MalformedMode::InvalidJson | MalformedMode::TruncatedStream | MalformedMode::BadChunk) => {
             // A complete HTTP response whose JSON stops part-way: it cannot parse.
             MockBody::full(body.slice(..body.len() * 3 / 5), Some(guard))

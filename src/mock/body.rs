@@ -22,10 +22,13 @@ use tokio::time::Sleep;
 use super::anthropic::EventFrame;
 use super::conn::ConnCtl;
 use super::openai::{ChunkFrame, Usage};
+use super::responses;
 use super::state::AttemptGuard;
+use super::tools::{Calls, Piece};
 use crate::duration::later;
+use crate::faults::QuirkMode;
 use crate::provider::Plan;
-use crate::words::Words;
+use crate::words::{Token, Words};
 
 /// Tokens per frame at most, so a zero inter-token time does not build one huge buffer.
 const MAX_TOKENS_PER_FRAME: u32 = 256;
@@ -81,12 +84,96 @@ impl Paced {
     }
 }
 
-/// How a stream's events are framed.
+/// How a stream's events are framed: the API's own event shapes, and the usage it reports.
 pub(crate) enum Framing {
-    /// OpenAI `chat.completion.chunk` events.
+    /// OpenAI `chat.completion.chunk` events (`usage`: the usage chunk, when asked for).
     OpenAi { frame: ChunkFrame, usage: Option<Usage> },
     /// Anthropic message events.
-    Anthropic { frame: EventFrame },
+    Anthropic { frame: EventFrame, usage: Usage },
+    /// OpenAI Responses events.
+    Responses { frame: Box<responses::EventFrame>, usage: Usage },
+}
+
+impl Framing {
+    fn open(&mut self, out: &mut Vec<u8>, text: bool, quirk: Option<QuirkMode>) {
+        match self {
+            Self::OpenAi { frame, .. } => {
+                if text {
+                    frame.open(out)
+                } else {
+                    frame.open_tools(out)
+                }
+                if quirk == Some(QuirkMode::NullChoices) {
+                    frame.null_choices(out);
+                }
+            }
+            Self::Anthropic { frame, .. } => frame.open(out, text),
+            Self::Responses { frame, .. } => frame.open(out, text),
+        }
+    }
+
+    fn text(&mut self, out: &mut Vec<u8>, token: Token, wrong_schema: bool) {
+        match (self, wrong_schema) {
+            (Self::OpenAi { frame, .. }, false) => frame.token(out, token),
+            (Self::OpenAi { frame, .. }, true) => frame.wrong_schema_token(out, token),
+            (Self::Anthropic { frame, .. }, false) => frame.token(out, token),
+            (Self::Anthropic { frame, .. }, true) => frame.wrong_schema_token(out, token),
+            (Self::Responses { frame, .. }, false) => frame.token(out, token),
+            (Self::Responses { frame, .. }, true) => frame.wrong_schema_token(out, token),
+        }
+    }
+
+    fn piece(&mut self, out: &mut Vec<u8>, calls: &Calls, piece: &Piece) {
+        match (self, piece) {
+            (Self::OpenAi { frame, .. }, Piece::Start(i)) => frame.call_start(out, calls, *i),
+            (Self::OpenAi { frame, .. }, Piece::Fragment(i, r)) => {
+                frame.call_args(out, calls, *i, &calls.calls[*i].arguments[r.clone()]);
+            }
+            // Chat says nothing when a call ends: the next call's index, or the finish, does.
+            (Self::OpenAi { .. }, Piece::End(_)) => {}
+            (Self::Anthropic { frame, .. }, Piece::Start(i)) => frame.call_start(out, calls, *i),
+            (Self::Anthropic { frame, .. }, Piece::Fragment(i, r)) => {
+                frame.call_args(out, calls, *i, &calls.calls[*i].arguments[r.clone()]);
+            }
+            (Self::Anthropic { frame, .. }, Piece::End(i)) => frame.call_end(out, calls, *i),
+            (Self::Responses { frame, .. }, Piece::Start(i)) => frame.call_start(out, calls, *i),
+            (Self::Responses { frame, .. }, Piece::Fragment(i, r)) => {
+                frame.call_args(out, calls, *i, &calls.calls[*i].arguments[r.clone()]);
+            }
+            (Self::Responses { frame, .. }, Piece::End(i)) => frame.call_end(out, calls, *i),
+        }
+    }
+
+    fn bad_chunk(&self, out: &mut Vec<u8>) {
+        match self {
+            Self::OpenAi { .. } => {
+                out.extend_from_slice(b"data: {\"id\":\"broken\",\"choices\":[{\"delta\":{\"content\":\"\n\n")
+            }
+            Self::Anthropic { .. } => EventFrame::bad_chunk(out),
+            Self::Responses { .. } => responses::EventFrame::bad_chunk(out),
+        }
+    }
+
+    /// The closing events. `sent` output tokens went out; `no_usage` leaves the usage out.
+    fn close(&mut self, out: &mut Vec<u8>, capped: bool, calls: Option<&Calls>, sent: u32, quirk: Option<QuirkMode>) {
+        let no_usage = quirk == Some(QuirkMode::NoUsageChunk);
+        match self {
+            Self::OpenAi { frame, usage } => {
+                let finish = match (calls.is_some(), capped) {
+                    (true, _) => "tool_calls",
+                    (false, true) => "length",
+                    (false, false) => "stop",
+                };
+                let usage = usage.filter(|_| !no_usage);
+                frame.close(out, finish, usage, quirk == Some(QuirkMode::NullChoices));
+            }
+            Self::Anthropic { frame, usage } => {
+                let stop = if calls.is_some() { "tool_use" } else { super::anthropic::stop_reason(capped) };
+                frame.close(out, calls.is_none(), stop, (!no_usage).then_some((*usage, sent)));
+            }
+            Self::Responses { frame, usage } => frame.close(out, calls, capped, (!no_usage).then_some(*usage)),
+        }
+    }
 }
 
 /// What a fault does to a stream.
@@ -104,12 +191,22 @@ pub(crate) struct StreamFault {
     pub wrong_schema: bool,
     /// Close the connection if the stream is still running then.
     pub hold_until: Option<Instant>,
+    /// Close the connection right after this many tokens (a tool call cut in its arguments).
+    pub cut_after: Option<u32>,
+    /// A provider quirk bending the stream.
+    pub quirk: Option<QuirkMode>,
 }
 
-/// A paced token stream.
+/// A paced token stream: text tokens, or the pieces of tool calls.
 pub(crate) struct TokenStream {
     framing: Framing,
     words: Words,
+    /// The tool calls streamed instead of text, and the next piece to send.
+    calls: Option<Box<Calls>>,
+    next_piece: usize,
+    /// The stream is cut: the connection closes at this instant (a moment after the last
+    /// frame, so that the frame leaves before the close).
+    cut: Option<Instant>,
     plan: Plan,
     /// Generation start (after queueing); token k is due at `t0 + plan.token_at(k)`.
     t0: Instant,
@@ -128,6 +225,7 @@ impl TokenStream {
     pub(crate) fn new(
         framing: Framing,
         words: Words,
+        calls: Option<Box<Calls>>,
         plan: Plan,
         t0: Instant,
         capped: bool,
@@ -136,6 +234,9 @@ impl TokenStream {
         Self {
             framing,
             words,
+            calls,
+            next_piece: 0,
+            cut: None,
             plan,
             t0,
             capped,
@@ -247,16 +348,19 @@ impl MockBody {
         if s.done {
             return Poll::Ready(None);
         }
+        if let Some(at) = s.cut {
+            if wait(&mut s.sleep, at, cx).is_pending() {
+                return Poll::Pending;
+            }
+            return self.abort(false);
+        }
         let mut out = Vec::with_capacity(512);
         if !s.opened {
             // Headers and the opening events go out as soon as generation starts.
             s.opened = true;
-            match &s.framing {
-                Framing::OpenAi { frame, .. } => frame.open(&mut out),
-                Framing::Anthropic { frame } => frame.open(&mut out),
-            }
+            s.framing.open(&mut out, s.calls.is_none(), s.fault.quirk);
             s.arm_reset(Instant::now());
-            return Poll::Ready(Some(Ok(Bytes::from(out))));
+            return Poll::Ready(Some(Ok(s.finish_frame(out))));
         }
         if let Some(at) = s.reset_at {
             if wait(&mut s.sleep, at, cx).is_pending() {
@@ -287,24 +391,15 @@ impl MockBody {
             if let (0, Some(g)) = (s.sent, &mut self.guard) {
                 g.first_token(now);
             }
-            let token = s.words.next_token();
-            match (&s.framing, s.fault.wrong_schema) {
-                (Framing::OpenAi { frame, .. }, false) => frame.token(&mut out, token),
-                (Framing::OpenAi { frame, .. }, true) => frame.wrong_schema_token(&mut out, token),
-                (Framing::Anthropic { frame }, false) => frame.token(&mut out, token),
-                (Framing::Anthropic { frame }, true) => frame.wrong_schema_token(&mut out, token),
-            }
+            s.emit_token(&mut out);
             s.sent += 1;
             batch += 1;
             if s.fault.bad_chunk_after == Some(s.sent) {
-                match &s.framing {
-                    Framing::OpenAi { .. } => {
-                        out.extend_from_slice(b"data: {\"id\":\"broken\",\"choices\":[{\"delta\":{\"content\":\"\n\n")
-                    }
-                    Framing::Anthropic { .. } => out.extend_from_slice(
-                        b"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"delta\":{\n\n",
-                    ),
-                }
+                s.framing.bad_chunk(&mut out);
+            }
+            if s.fault.cut_after == Some(s.sent) {
+                s.cut = Some(now + RESET_AFTER_DATA);
+                return Poll::Ready(Some(Ok(s.finish_frame(out))));
             }
             if s.fault.stall_after == Some(s.sent) || s.fault.reset_after == Some(s.sent) {
                 break;
@@ -314,16 +409,61 @@ impl MockBody {
         if s.sent == s.plan.output_tokens && s.fault.stall_after.is_none_or(|n| n > s.sent) && s.reset_at.is_none() {
             s.done = true;
             if !s.fault.truncate {
-                match &s.framing {
-                    Framing::OpenAi { frame, usage } => {
-                        frame.close(&mut out, if s.capped { "length" } else { "stop" }, *usage)
+                // The pieces after the last fragment (its call's end).
+                if let Some(c) = s.calls.as_deref() {
+                    for p in &c.pieces[s.next_piece..] {
+                        s.framing.piece(&mut out, c, p);
                     }
-                    Framing::Anthropic { frame } => frame.close(&mut out, s.capped, s.plan.output_tokens),
+                    s.next_piece = c.pieces.len();
+                }
+                let capped = s.capped;
+                let sent = s.sent;
+                s.framing.close(&mut out, capped, s.calls.as_deref(), sent, s.fault.quirk);
+            }
+            let frame = s.finish_frame(out);
+            self.finish();
+            return Poll::Ready(Some(Ok(frame)));
+        }
+        Poll::Ready(Some(Ok(s.finish_frame(out))))
+    }
+}
+
+impl TokenStream {
+    /// One output token: the next text word, or the tool-call pieces up to and including the
+    /// next argument fragment.
+    fn emit_token(&mut self, out: &mut Vec<u8>) {
+        match self.calls.as_deref() {
+            None => {
+                let token = self.words.next_token();
+                self.framing.text(out, token, self.fault.wrong_schema);
+            }
+            Some(c) => {
+                while let Some(p) = c.pieces.get(self.next_piece) {
+                    self.next_piece += 1;
+                    self.framing.piece(out, c, p);
+                    if matches!(p, Piece::Fragment(..)) {
+                        break;
+                    }
                 }
             }
-            self.finish();
         }
-        Poll::Ready(Some(Ok(Bytes::from(out))))
+    }
+
+    /// The bytes of one poll, every event doubled under the `duplicate_frames` quirk.
+    fn finish_frame(&self, out: Vec<u8>) -> Bytes {
+        if self.fault.quirk != Some(QuirkMode::DuplicateFrames) {
+            return Bytes::from(out);
+        }
+        let mut twice = Vec::with_capacity(out.len() * 2);
+        let mut rest = &out[..];
+        while let Some(end) = memchr::memmem::find(rest, b"\n\n") {
+            let event = &rest[..end + 2];
+            twice.extend_from_slice(event);
+            twice.extend_from_slice(event);
+            rest = &rest[end + 2..];
+        }
+        twice.extend_from_slice(rest);
+        Bytes::from(twice)
     }
 }
 

@@ -24,12 +24,26 @@ pub(crate) fn refuse(
 ) -> Response<MockBody> {
     guard.decided(decision, err.status);
     let status = StatusCode::from_u16(err.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    // Every answer carries a request id, errors too: it is what a support ticket quotes.
+    let id = ResponseIds::new(guard.state(), guard.index(), std::time::Instant::now()).request_header();
+    let text = id.as_ref().and_then(|v| v.to_str().ok());
     // Refusals are recorded when the caller drops the guard, just before sending.
-    let mut resp = Response::new(MockBody::full(err.body(flavor), None));
+    let mut resp = Response::new(MockBody::full(err.body(flavor, text), None));
     *resp.status_mut() = status;
     resp.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    if let Some(v) = id {
+        resp.headers_mut().insert(HeaderName::from_static(request_id_header(flavor)), v);
+    }
     guard.finish();
     resp
+}
+
+/// The request-id header each provider sends.
+fn request_id_header(flavor: Flavor) -> &'static str {
+    match flavor {
+        Flavor::OpenAi => "x-request-id",
+        Flavor::Anthropic => "request-id",
+    }
 }
 
 /// Sets `Retry-After` (seconds, rounded up) and `retry-after-ms`, and records it.
@@ -74,12 +88,8 @@ pub(crate) fn finish_headers(
     limits: Option<&RateDecision>,
     expires_us: Option<u64>,
 ) {
-    let name = match flavor {
-        Flavor::OpenAi => "x-request-id",
-        Flavor::Anthropic => "request-id",
-    };
     if let Some(v) = ids.request_header() {
-        h.insert(HeaderName::from_static(name), v);
+        h.insert(HeaderName::from_static(request_id_header(flavor)), v);
     }
     rate_headers(h, flavor, limits);
     if let Some(at_us) = expires_us {

@@ -25,12 +25,15 @@ impl ResponseIds {
         self.id_text(api).to_string()
     }
 
-    /// The id without allocating: `chatcmpl-` + 16 hex digits, or `msg_` + 16 hex digits.
+    /// The id without allocating: `chatcmpl-`, `msg_` or `resp_`, then 16 hex digits.
     pub(crate) fn id_text(&self, api: Api) -> IdText {
         let mut text = IdText { bytes: *b"chatcmpl-0000000000000000", start: 0 };
         if api == Api::Messages {
             text.start = 5;
             text.bytes[5..9].copy_from_slice(b"msg_");
+        } else if api == Api::Responses {
+            text.start = 4;
+            text.bytes[4..9].copy_from_slice(b"resp_");
         }
         text.bytes[9..].copy_from_slice(&hex16(self.n));
         text

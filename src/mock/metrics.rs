@@ -99,7 +99,7 @@ impl Metrics {
         UpstreamMetrics {
             name: name.to_string(),
             metrics: self.clone(),
-            requests: [api(Api::Chat), api(Api::Messages), api(Api::Embeddings), api(Api::Other)],
+            requests: [api(Api::Chat), api(Api::Messages), api(Api::Embeddings), api(Api::Responses), api(Api::Other)],
             statuses,
             in_flight: self.in_flight.get_or_create(&label).clone(),
             queue_depth: self.queue_depth.get_or_create(&label).clone(),
@@ -140,7 +140,7 @@ const COMMON_STATUSES: [u16; 10] = [200, 400, 404, 405, 413, 429, 500, 502, 503,
 pub struct UpstreamMetrics {
     name: String,
     metrics: Arc<Metrics>,
-    requests: [Counter; 4],
+    requests: [Counter; 5],
     statuses: [(u16, Counter); COMMON_STATUSES.len()],
     /// Requests being handled.
     pub in_flight: Gauge,
@@ -161,7 +161,8 @@ impl UpstreamMetrics {
             Api::Chat => 0,
             Api::Messages => 1,
             Api::Embeddings => 2,
-            Api::Other => 3,
+            Api::Responses => 3,
+            Api::Other => 4,
         };
         self.requests[i].inc();
     }

@@ -5,23 +5,40 @@
 use bytes::Bytes;
 use serde::Serialize;
 
+use super::tools::Calls;
 use crate::words::{Token, Words};
 
-/// Usage block shared by the final object and the usage chunk.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+/// Usage block shared by the final object and the usage chunk (and, respelt, by the other
+/// APIs): the true counts, which the attempt log keeps too.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct Usage {
-    /// Prompt tokens.
+    /// Prompt tokens (cached ones included, as OpenAI counts them).
     pub prompt_tokens: u32,
     /// Output tokens.
     pub completion_tokens: u32,
     /// Sum.
     pub total_tokens: u32,
+    /// Prompt tokens read from the prompt cache.
+    pub cached_tokens: u32,
+    /// Prompt tokens written to the prompt cache (a miss on a cacheable prefix).
+    pub cache_write_tokens: u32,
 }
 
 impl Usage {
-    /// Usage for a prompt and completion size.
+    /// Usage for a prompt and completion size, nothing cached.
     pub fn new(prompt_tokens: u32, completion_tokens: u32) -> Self {
-        Self { prompt_tokens, completion_tokens, total_tokens: prompt_tokens.saturating_add(completion_tokens) }
+        Self {
+            prompt_tokens,
+            completion_tokens,
+            total_tokens: prompt_tokens.saturating_add(completion_tokens),
+            cached_tokens: 0,
+            cache_write_tokens: 0,
+        }
+    }
+
+    /// The same with `cached` prompt tokens read from the cache and `written` written to it.
+    pub fn cached(self, cached: u32, written: u32) -> Self {
+        Self { cached_tokens: cached.min(self.prompt_tokens), cache_write_tokens: written, ..self }
     }
 }
 
@@ -49,6 +66,29 @@ pub fn completion(
     out.extend_from_slice(b"\",\"refusal\":null},\"logprobs\":null,\"finish_reason\":\"");
     out.extend_from_slice(finish_reason.as_bytes());
     out.extend_from_slice(b"\"}],\"usage\":");
+    push_usage(&mut out, usage);
+    out.push(b'}');
+    exact(out)
+}
+
+/// A non-streamed chat completion that calls tools: `message.tool_calls`, no content,
+/// `finish_reason: "tool_calls"`.
+pub fn tool_completion(id: &str, created: u64, model: &str, calls: &Calls, usage: Usage) -> Bytes {
+    let list: Vec<serde_json::Value> = calls
+        .calls
+        .iter()
+        .map(|c| serde_json::json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}))
+        .collect();
+    let mut out = Vec::with_capacity(400);
+    out.extend_from_slice(b"{\"id\":");
+    push_json_str(&mut out, id);
+    out.extend_from_slice(b",\"object\":\"chat.completion\",\"created\":");
+    push_u64(&mut out, created);
+    out.extend_from_slice(b",\"model\":");
+    push_json_str(&mut out, model);
+    out.extend_from_slice(b",\"system_fingerprint\":\"fp_chaos\",\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\",\"content\":null,\"refusal\":null,\"tool_calls\":");
+    let _ = serde_json::to_writer(&mut out, &list);
+    out.extend_from_slice(b"},\"logprobs\":null,\"finish_reason\":\"tool_calls\"}],\"usage\":");
     push_usage(&mut out, usage);
     out.push(b'}');
     exact(out)
@@ -82,7 +122,11 @@ fn push_usage(out: &mut Vec<u8>, u: Usage) {
     push_u64(out, u64::from(u.completion_tokens));
     out.extend_from_slice(b",\"total_tokens\":");
     push_u64(out, u64::from(u.total_tokens));
-    out.push(b'}');
+    out.extend_from_slice(b",\"prompt_tokens_details\":{\"cached_tokens\":");
+    push_u64(out, u64::from(u.cached_tokens));
+    out.extend_from_slice(
+        b",\"audio_tokens\":0},\"completion_tokens_details\":{\"reasoning_tokens\":0,\"audio_tokens\":0,\"accepted_prediction_tokens\":0,\"rejected_prediction_tokens\":0}}",
+    );
 }
 
 /// Appends a decimal number.
@@ -150,16 +194,65 @@ impl ChunkFrame {
         out.extend_from_slice(b"\"}\n\n");
     }
 
-    /// The finish chunk, the usage chunk if asked for, and `[DONE]`.
-    pub fn close(&self, out: &mut Vec<u8>, finish_reason: &str, usage: Option<Usage>) {
+    /// The finish chunk, the usage chunk if asked for, and `[DONE]`. With `null_choices` (a
+    /// provider quirk) the usage chunk says `"choices":null` instead of an empty list.
+    pub fn close(&self, out: &mut Vec<u8>, finish_reason: &str, usage: Option<Usage>, null_choices: bool) {
         self.choice(out, "{}", &format!("\"{finish_reason}\""));
         if let Some(u) = usage {
-            out.extend_from_slice(self.prefix.as_bytes());
-            out.extend_from_slice(b"],\"usage\":");
+            if null_choices {
+                out.extend_from_slice(self.head().as_bytes());
+                out.extend_from_slice(b"\"choices\":null,\"usage\":");
+            } else {
+                out.extend_from_slice(self.prefix.as_bytes());
+                out.extend_from_slice(b"],\"usage\":");
+            }
             push_usage(out, u);
             out.extend_from_slice(b"}\n\n");
         }
         out.extend_from_slice(b"data: [DONE]\n\n");
+    }
+
+    /// The chunk's constant part up to (not including) `"choices"`.
+    fn head(&self) -> &str {
+        self.prefix.strip_suffix("\"choices\":[").unwrap_or(&self.prefix)
+    }
+
+    /// A chunk with `"choices":null` and nothing else (the `null_choices` quirk: some
+    /// inference servers send such chunks mid-stream).
+    pub fn null_choices(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(self.head().as_bytes());
+        out.extend_from_slice(b"\"choices\":null}\n\n");
+    }
+
+    /// The role chunk of an answer that calls tools (no content).
+    pub fn open_tools(&self, out: &mut Vec<u8>) {
+        self.choice(out, r#"{"role":"assistant","content":null,"refusal":null}"#, "null");
+    }
+
+    /// Call `i` begins: its index, id, type and name, with empty arguments (the only chunk
+    /// that names it, as OpenAI streams calls).
+    pub fn call_start(&self, out: &mut Vec<u8>, calls: &Calls, i: usize) {
+        let call = &calls.calls[i];
+        let mut delta = Vec::with_capacity(96 + call.name.len());
+        delta.extend_from_slice(b"{\"tool_calls\":[{\"index\":");
+        push_u64(&mut delta, calls.index(i) as u64);
+        delta.extend_from_slice(b",\"id\":");
+        push_json_str(&mut delta, &call.id);
+        delta.extend_from_slice(b",\"type\":\"function\",\"function\":{\"name\":");
+        push_json_str(&mut delta, &call.name);
+        delta.extend_from_slice(b",\"arguments\":\"\"}}]}");
+        self.choice(out, std::str::from_utf8(&delta).unwrap_or("{}"), "null");
+    }
+
+    /// A fragment of call `i`'s arguments, told apart from other calls' only by its index.
+    pub fn call_args(&self, out: &mut Vec<u8>, calls: &Calls, i: usize, fragment: &str) {
+        let mut delta = Vec::with_capacity(64 + fragment.len());
+        delta.extend_from_slice(b"{\"tool_calls\":[{\"index\":");
+        push_u64(&mut delta, calls.index(i) as u64);
+        delta.extend_from_slice(b",\"function\":{\"arguments\":");
+        push_json_str(&mut delta, fragment);
+        delta.extend_from_slice(b"}}]}");
+        self.choice(out, std::str::from_utf8(&delta).unwrap_or("{}"), "null");
     }
 
     fn choice(&self, out: &mut Vec<u8>, delta: &str, finish_reason: &str) {
@@ -225,7 +318,7 @@ mod tests {
         f.open(&mut out);
         f.token(&mut out, Token { word: "hi", leading_space: false });
         f.token(&mut out, Token { word: "there", leading_space: true });
-        f.close(&mut out, "stop", Some(Usage::new(3, 2)));
+        f.close(&mut out, "stop", Some(Usage::new(3, 2)), false);
         assert!(out.ends_with(b"data: [DONE]\n\n"));
         let ev = events(&out);
         assert_eq!(ev.len(), 5);

@@ -1,6 +1,6 @@
 //! Error bodies in each provider's own shape, so SDK error types parse them: OpenAI's
 //! `{"error":{"message","type","param","code"}}` and Anthropic's
-//! `{"type":"error","error":{"type","message"}}`.
+//! `{"type":"error","error":{"type","message"},"request_id"}`.
 
 use bytes::Bytes;
 use serde_json::json;
@@ -56,8 +56,8 @@ impl ProviderError {
         self
     }
 
-    /// The JSON body in `flavor`'s shape.
-    pub fn body(&self, flavor: Flavor) -> Bytes {
+    /// The JSON body in `flavor`'s shape; Anthropic's carries the `request_id` too.
+    pub fn body(&self, flavor: Flavor, request_id: Option<&str>) -> Bytes {
         let value = match flavor {
             Flavor::OpenAi => {
                 let (kind, code) = openai_defaults(self.status);
@@ -71,6 +71,7 @@ impl ProviderError {
             Flavor::Anthropic => json!({
                 "type": "error",
                 "error": {"type": anthropic_type(self.status), "message": self.message},
+                "request_id": request_id,
             }),
         };
         Bytes::from(serde_json::to_vec(&value).unwrap_or_default())
@@ -107,7 +108,7 @@ mod tests {
 
     #[test]
     fn openai_shape_has_message_type_param_code() {
-        let body = ProviderError::new(400, "bad").param(Some("messages")).body(Flavor::OpenAi);
+        let body = ProviderError::new(400, "bad").param(Some("messages")).body(Flavor::OpenAi, None);
         let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
         assert_eq!(v["error"]["type"], "invalid_request_error");
         assert_eq!(v["error"]["param"], "messages");
@@ -116,8 +117,9 @@ mod tests {
 
     #[test]
     fn anthropic_shape_names_the_error_type() {
-        let body = ProviderError::new(529, "Overloaded").body(Flavor::Anthropic);
+        let body = ProviderError::new(529, "Overloaded").body(Flavor::Anthropic, Some("req_1"));
         let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(v["request_id"], "req_1");
         assert_eq!((v["type"].as_str(), v["error"]["type"].as_str()), (Some("error"), Some("overloaded_error")));
     }
 }

@@ -15,6 +15,7 @@ use serde::de::{SeqAccess, Visitor};
 use serde_json::value::RawValue;
 use xxhash_rust::xxh3::{Xxh3, xxh3_64, xxh3_64_with_seed};
 
+use super::tool_offer::ToolOffer;
 pub use crate::record::Api;
 
 /// A chat request (OpenAI or Anthropic) reduced to what the mock acts on.
@@ -34,6 +35,12 @@ pub struct ChatRequest {
     pub prompt_hash: u64,
     /// The id in the last `[chaos:ID]` marker of the last user message.
     pub marker: Option<String>,
+    /// The functions offered and what may be done with them (`None`: no tools offered).
+    pub tools: Option<Box<ToolOffer>>,
+    /// Hash of the conversation before the last message (the prompt cache's key).
+    pub prefix_hash: u64,
+    /// Estimated tokens of that prefix.
+    pub prefix_tokens: u32,
 }
 
 /// An embeddings request reduced to its inputs.
@@ -59,7 +66,7 @@ pub struct BadRequest {
 }
 
 impl BadRequest {
-    fn new(message: impl Into<String>, param: Option<&'static str>) -> Self {
+    pub(crate) fn new(message: impl Into<String>, param: Option<&'static str>) -> Self {
         Self { message: message.into(), param }
     }
 }
@@ -74,6 +81,11 @@ struct RawChat<'a> {
     stream_options: Option<StreamOptions>,
     max_tokens: Option<u64>,
     max_completion_tokens: Option<u64>,
+    #[serde(borrow)]
+    tools: Option<&'a RawValue>,
+    #[serde(borrow)]
+    tool_choice: Option<&'a RawValue>,
+    parallel_tool_calls: Option<bool>,
 }
 
 #[derive(Deserialize)]
@@ -107,17 +119,143 @@ pub fn parse_chat(body: &[u8], api: Api) -> Result<ChatRequest, BadRequest> {
         count += 1;
     }
     let prompt_hash = xxh3_64_with_seed(&messages.hash.to_le_bytes(), hash);
-    let tokens = chars.div_ceil(4) + 4 * count + 3;
+    let tools = ToolOffer::read(api, raw.tools, raw.tool_choice, raw.parallel_tool_calls)?;
+    let (prefix_hash, prefix_tokens) = prefix(&messages, hash, chars - messages.chars, count - messages.count);
     Ok(ChatRequest {
         model: Arc::from(model.as_ref()),
         stream: raw.stream.unwrap_or(false),
         include_usage: raw.stream_options.and_then(|o| o.include_usage).unwrap_or(false),
         max_tokens: max_tokens.map(|t| u32::try_from(t).unwrap_or(u32::MAX)),
-        // The rule of thumb (≈4 characters a token) plus chat-format overhead per message.
-        prompt_tokens: u32::try_from(tokens).unwrap_or(u32::MAX),
+        prompt_tokens: prompt_tokens(chars, count),
         prompt_hash,
         marker: messages.marker,
+        tools: tools.map(Box::new),
+        prefix_hash,
+        prefix_tokens,
     })
+}
+
+/// The prefix's cache key and tokens: the system prompt (`system_hash`, of `system_chars` in
+/// `system_count` messages) and every message but the last.
+fn prefix(m: &Messages, system_hash: u64, system_chars: usize, system_count: usize) -> (u64, u32) {
+    let (hash, chars, count) = m.prefix;
+    let total = count + system_count;
+    let tokens = if total == 0 { 0 } else { prompt_tokens(chars + system_chars, total) };
+    (xxh3_64_with_seed(&hash.to_le_bytes(), system_hash), tokens)
+}
+
+/// The rule of thumb (≈4 characters a token) plus chat-format overhead per message.
+fn prompt_tokens(chars: usize, messages: usize) -> u32 {
+    u32::try_from(chars.div_ceil(4) + 4 * messages + 3).unwrap_or(u32::MAX)
+}
+
+#[derive(Deserialize)]
+struct RawResponses<'a> {
+    #[serde(borrow)]
+    model: Option<Cow<'a, str>>,
+    input: Option<Input>,
+    instructions: Option<Content>,
+    stream: Option<bool>,
+    max_output_tokens: Option<u64>,
+    #[serde(borrow)]
+    tools: Option<&'a RawValue>,
+    #[serde(borrow)]
+    tool_choice: Option<&'a RawValue>,
+    parallel_tool_calls: Option<bool>,
+    #[serde(borrow)]
+    previous_response_id: Option<Cow<'a, str>>,
+}
+
+/// Parses an OpenAI Responses request (`POST /v1/responses`). `input` is a string or a list
+/// of items (messages, function calls and their outputs); `instructions` counts first, like a
+/// system message. `previous_response_id` is accepted and not followed: the mock keeps no
+/// conversation state, so the prompt is what this request carries.
+pub fn parse_responses(body: &[u8]) -> Result<ChatRequest, BadRequest> {
+    let raw: RawResponses<'_> = serde_json::from_slice(body).map_err(|e| invalid_json(&e))?;
+    let model = raw.model.ok_or_else(|| BadRequest::new("Missing required parameter: 'model'.", Some("model")))?;
+    let input = raw.input.ok_or_else(|| BadRequest::new("Missing required parameter: 'input'.", Some("input")))?;
+    if input.0.count == 0 && raw.previous_response_id.is_none() {
+        return Err(BadRequest::new("'input' must not be empty", Some("input")));
+    }
+    let (mut hash, mut chars, mut count) = (0, input.0.chars, input.0.count);
+    if let Some(system) = &raw.instructions {
+        hash = fold(hash, "system", system);
+        chars += system.chars;
+        count += 1;
+    }
+    let tools = ToolOffer::read(Api::Responses, raw.tools, raw.tool_choice, raw.parallel_tool_calls)?;
+    let (prefix_hash, prefix_tokens) = prefix(&input.0, hash, chars - input.0.chars, count - input.0.count);
+    Ok(ChatRequest {
+        model: Arc::from(model.as_ref()),
+        stream: raw.stream.unwrap_or(false),
+        // A Responses answer always carries its usage (in `response.completed` when streamed).
+        include_usage: true,
+        max_tokens: raw.max_output_tokens.map(|t| u32::try_from(t).unwrap_or(u32::MAX)),
+        prompt_tokens: prompt_tokens(chars, count),
+        prompt_hash: xxh3_64_with_seed(&input.0.hash.to_le_bytes(), hash),
+        prefix_hash,
+        prefix_tokens,
+        marker: input.0.marker,
+        tools: tools.map(Box::new),
+    })
+}
+
+/// A Responses `input`: a string (one user message) or a list of items, digested like
+/// [`Messages`]. A message item counts by its role and content; a function call's output and
+/// arguments count as text of their own kind.
+struct Input(Messages);
+
+#[derive(Deserialize)]
+struct Item<'a> {
+    #[serde(borrow)]
+    role: Option<Cow<'a, str>>,
+    content: Option<Content>,
+    output: Option<Content>,
+    #[serde(borrow)]
+    arguments: Option<Cow<'a, str>>,
+}
+
+impl<'de> Deserialize<'de> for Input {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Input;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string or an array of input items")
+            }
+            fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<Input, E> {
+                let content = Content::of_text(text);
+                let hash = fold(0, "user", &content);
+                Ok(Input(Messages {
+                    hash,
+                    chars: content.chars,
+                    count: 1,
+                    marker: content.marker,
+                    ..Messages::default()
+                }))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Input, A::Error> {
+                let mut out = Messages::default();
+                while let Some(item) = seq.next_element::<Item<'de>>()? {
+                    let (role, content) = match (item.role, item.content, item.output, item.arguments) {
+                        (role, Some(content), _, _) => (role.unwrap_or(Cow::Borrowed("user")), content),
+                        (_, None, Some(output), _) => (Cow::Borrowed("tool"), output),
+                        (_, None, None, Some(arguments)) => (Cow::Borrowed("assistant"), Content::of_text(&arguments)),
+                        _ => continue,
+                    };
+                    out.prefix = (out.hash, out.chars, out.count);
+                    out.hash = fold(out.hash, &role, &content);
+                    out.chars += content.chars;
+                    out.count += 1;
+                    if role == "user" {
+                        out.marker = content.marker;
+                    }
+                }
+                Ok(Input(out))
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 /// Chains one message into a running prompt hash (one-shot hashes: a streaming xxh3 state
@@ -136,6 +274,8 @@ struct Messages {
     chars: usize,
     count: usize,
     marker: Option<String>,
+    /// `(hash, chars, count)` before the last message: the cacheable prefix.
+    prefix: (u64, usize, usize),
 }
 
 #[derive(Deserialize)]
@@ -157,6 +297,7 @@ impl<'de> Deserialize<'de> for Messages {
                 let mut out = Messages::default();
                 while let Some(m) = seq.next_element::<Message<'de>>()? {
                     let content = m.content.unwrap_or_default();
+                    out.prefix = (out.hash, out.chars, out.count);
                     out.hash = fold(out.hash, &m.role, &content);
                     out.chars += content.chars;
                     out.count += 1;
@@ -405,10 +546,69 @@ mod tests {
         assert!(parse_embeddings(br#"{"model":"e","input":[]}"#).is_err());
     }
 
+    #[test]
+    fn responses_input_is_a_string_or_items_and_hashes_like_chat() {
+        let r = parse_responses(br#"{"model":"gpt-5","input":"hello [chaos:r7]","max_output_tokens":9,"stream":true}"#)
+            .unwrap();
+        assert_eq!((&*r.model, r.stream, r.max_tokens, r.marker.as_deref()), ("gpt-5", true, Some(9), Some("r7")));
+        let chat = chat(r#"{"model":"m","messages":[{"role":"user","content":"hello [chaos:r8]"}]}"#).unwrap();
+        assert_eq!(r.prompt_hash, chat.prompt_hash, "one user message hashes the same in both APIs");
+        assert_eq!(r.prompt_tokens, chat.prompt_tokens);
+        let items = parse_responses(
+            br#"{"model":"m","instructions":"be brief","previous_response_id":"resp_1","input":[
+            {"role":"user","content":[{"type":"input_text","text":"weather? [chaos:r9]"}]},
+            {"type":"function_call","call_id":"c1","name":"get_weather","arguments":"{\"city\":\"Oslo\"}"},
+            {"type":"function_call_output","call_id":"c1","output":"12 C"}],
+            "tools":[{"type":"function","name":"get_weather","parameters":{"type":"object"}}],"tool_choice":"required"}"#,
+        )
+        .unwrap();
+        assert_eq!(items.marker.as_deref(), Some("r9"), "the marker of the last user message");
+        let offer = items.tools.unwrap();
+        assert_eq!(
+            (offer.tools[0].name.as_str(), &offer.choice),
+            ("get_weather", &crate::mock::tool_offer::Choice::Required)
+        );
+        assert_eq!(parse_responses(br#"{"model":"m"}"#).unwrap_err().param, Some("input"));
+        assert_eq!(parse_responses(br#"{"input":"x"}"#).unwrap_err().param, Some("model"));
+        assert_eq!(parse_responses(br#"{"model":"m","input":[]}"#).unwrap_err().param, Some("input"));
+    }
+
+    #[test]
+    fn the_prefix_is_the_conversation_before_the_last_message() {
+        let turn1 =
+            chat(r#"{"model":"m","messages":[{"role":"system","content":"be brief"},{"role":"user","content":"a"}]}"#)
+                .unwrap();
+        let turn2 =
+            chat(r#"{"model":"m","messages":[{"role":"system","content":"be brief"},{"role":"user","content":"b"}]}"#)
+                .unwrap();
+        assert_eq!(turn1.prefix_hash, turn2.prefix_hash, "the same system prompt, other questions");
+        assert_ne!(turn1.prompt_hash, turn2.prompt_hash);
+        assert!(turn1.prefix_tokens > 0 && turn1.prefix_tokens < turn1.prompt_tokens);
+        let alone = chat(r#"{"model":"m","messages":[{"role":"user","content":"a"}]}"#).unwrap();
+        assert_eq!(alone.prefix_tokens, 0, "one message has no prefix");
+        let anthropic = parse_chat(
+            br#"{"model":"c","max_tokens":5,"system":"be brief","messages":[{"role":"user","content":"a"}]}"#,
+            Api::Messages,
+        )
+        .unwrap();
+        assert!(anthropic.prefix_tokens > 0, "the system prompt is a prefix");
+    }
+
+    #[test]
+    fn chat_and_messages_read_their_tools() {
+        let c = chat(r#"{"model":"m","messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}],"tool_choice":"none","parallel_tool_calls":false}"#).unwrap();
+        let offer = c.tools.unwrap();
+        assert_eq!((offer.choice.clone(), offer.parallel), (crate::mock::tool_offer::Choice::None, false));
+        let m = parse_chat(br#"{"model":"c","max_tokens":5,"messages":[{"role":"user","content":"x"}],"tools":[{"name":"f","input_schema":{"type":"object"}}]}"#, Api::Messages).unwrap();
+        assert_eq!(m.tools.unwrap().tools[0].name, "f");
+        assert!(chat(r#"{"model":"m","messages":[{"role":"user","content":"x"}]}"#).unwrap().tools.is_none());
+    }
+
     proptest! {
         #[test]
         fn parsing_never_panics_on_bytes(body in proptest::collection::vec(any::<u8>(), 0..512)) {
             let _ = parse_chat(&body, Api::Chat);
+            let _ = parse_responses(&body);
             let _ = parse_chat(&body, Api::Messages);
             let _ = parse_embeddings(&body);
         }

@@ -38,6 +38,7 @@ fn route(method: &Method, path: &str) -> Route {
         "/v1/chat/completions" | "/chat/completions" => Api::Chat,
         "/v1/messages" => Api::Messages,
         "/v1/embeddings" | "/embeddings" => Api::Embeddings,
+        "/v1/responses" | "/responses" => Api::Responses,
         "/v1/models" | "/models" if method == Method::GET => return Route::Models,
         "/metrics" if method == Method::GET => return Route::Metrics,
         "/_chaos/attempts" if method == Method::GET => return Route::Attempts,

@@ -92,6 +92,8 @@ pub(crate) struct UpstreamState {
     pub down: AtomicBool,
     /// The `Expires` header of the current correlated-expiry instant, formatted once.
     pub expires: Mutex<Option<(u64, HeaderValue)>>,
+    /// The provider's prompt cache, when the profile has one.
+    pub prompt_cache: Option<super::prompt_cache::PromptCache>,
     /// A placeholder swapped into a guard's slot when its record goes to the log.
     blank: Arc<Attempt>,
 }
@@ -103,6 +105,7 @@ impl UpstreamState {
         profile: Profile,
         shared: Arc<Shared>,
     ) -> Arc<Self> {
+        let prompt_cache = profile.prompt_cache.map(super::prompt_cache::PromptCache::new);
         let state = Arc::new(Self {
             name: name.into(),
             addr,
@@ -116,6 +119,7 @@ impl UpstreamState {
             shared: shared.clone(),
             down: AtomicBool::new(false),
             expires: Mutex::new(None),
+            prompt_cache,
             blank: Arc::new(Attempt::default()),
         });
         shared.upstreams.lock().unwrap_or_else(|e| e.into_inner()).push(Arc::downgrade(&state));
@@ -165,6 +169,7 @@ impl Head {
                 "x-chaos-request-id" => a.request_id = header_text(value),
                 "x-request-id" => a.x_request_id = header_text(value),
                 "x-stainless-retry-count" => a.stainless_retry_count = header_number(value),
+                "idempotency-key" => a.idempotency_key = header_text(value),
                 "x-envoy-attempt-count" => a.envoy_attempt_count = header_number(value),
                 "x-chaos-attempt" => a.chaos_attempt = header_number(value),
                 "x-chaos-fault" => fault_header = Some(value.clone()),

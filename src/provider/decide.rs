@@ -58,6 +58,10 @@ pub enum Edge {
         code: u16,
         /// `Retry-After`.
         retry_after: Option<Duration>,
+        /// `x-should-retry`.
+        should_retry: Option<bool>,
+        /// The provider's spend-limit error.
+        spend_limit: bool,
     },
     /// The connection is reset before any response.
     Reset,
@@ -78,7 +82,9 @@ pub enum Edge {
 /// The edge of `action`.
 pub fn edge(action: &Action) -> Edge {
     match *action {
-        Action::Status { code, retry_after } => Edge::Status { code, retry_after },
+        Action::Status { code, retry_after, should_retry, spend_limit } => {
+            Edge::Status { code, retry_after, should_retry, spend_limit }
+        }
         Action::Reset { when: ResetWhen::BeforeResponse, .. } => Edge::Reset,
         Action::Hang { mode: HangMode::NoResponse, max_hold, .. } => Edge::NoResponse { max_hold },
         Action::Hang { mode: HangMode::AfterHeaders, max_hold, .. } => Edge::AfterHeaders { max_hold },
@@ -103,6 +109,8 @@ pub fn decision_for(action: &Action) -> Decision {
         Action::Hang { .. } => Decision::Hang,
         Action::Reset { .. } => Decision::Reset,
         Action::Malformed(_) => Decision::Malformed,
+        Action::ToolCall(_) => Decision::ToolCall,
+        Action::Quirk(_) => Decision::Quirk,
     }
 }
 

@@ -16,6 +16,8 @@ pub enum Api {
     Messages,
     /// OpenAI `POST /v1/embeddings`.
     Embeddings,
+    /// OpenAI `POST /v1/responses`.
+    Responses,
     /// Any other path (answered 404/405).
     Other,
 }
@@ -27,6 +29,7 @@ impl Api {
             Self::Chat => "/v1/chat/completions",
             Self::Messages => "/v1/messages",
             Self::Embeddings => "/v1/embeddings",
+            Self::Responses => "/v1/responses",
             Self::Other => "",
         }
     }
@@ -37,6 +40,7 @@ impl Api {
             Self::Chat => "chat",
             Self::Messages => "messages",
             Self::Embeddings => "embeddings",
+            Self::Responses => "responses",
             Self::Other => "other",
         }
     }
@@ -68,6 +72,10 @@ pub enum Decision {
     Reset,
     /// A `malformed` fault spoiled the answer.
     Malformed,
+    /// A `tool_call` fault broke the answer's tool call.
+    ToolCall,
+    /// A `quirk` fault bent the answer the way some providers do.
+    Quirk,
     /// The upstream went into an outage while the request was in flight.
     Outage,
     /// The `x-chaos-fault` header was invalid or not allowed (400).
@@ -95,6 +103,11 @@ pub struct Attempt<F = Vec<String>> {
     pub x_request_id: Option<String>,
     /// `x-stainless-retry-count` header (OpenAI/Anthropic SDK retries).
     pub stainless_retry_count: Option<u32>,
+    /// `Idempotency-Key` header: the Stainless SDKs send one key for a request and all its
+    /// retries, so attempts that carry it can be joined into retry chains without the
+    /// harness's own ids.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotency_key: Option<String>,
     /// `x-envoy-attempt-count` header (Envoy retries).
     pub envoy_attempt_count: Option<u32>,
     /// `x-chaos-attempt` header (reference gateway retries).
@@ -118,6 +131,15 @@ pub struct Attempt<F = Vec<String>> {
     pub duration_us: u64,
     /// Output tokens planned.
     pub output_tokens: u32,
+    /// Prompt tokens as the mock counted them (the true usage the answer reports).
+    #[serde(default)]
+    pub prompt_tokens: u32,
+    /// Prompt tokens read from the prompt cache.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cached_tokens: u32,
+    /// Tool calls in the answer.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub tool_calls: u32,
     /// `Retry-After` sent, ms.
     pub retry_after_ms: Option<u64>,
     /// The client went away before the response was complete.
@@ -141,6 +163,7 @@ impl<F: Default> Attempt<F> {
             marker_id: None,
             x_request_id: None,
             stainless_retry_count: None,
+            idempotency_key: None,
             envoy_attempt_count: None,
             chaos_attempt: None,
             prompt_hash: None,
@@ -152,6 +175,9 @@ impl<F: Default> Attempt<F> {
             ttft_us: None,
             duration_us: 0,
             output_tokens: 0,
+            prompt_tokens: 0,
+            cached_tokens: 0,
+            tool_calls: 0,
             retry_after_ms: None,
             client_disconnected: false,
             faults: F::default(),
@@ -193,6 +219,10 @@ impl Attempt {
     pub(crate) fn served(upstream: &str, t_us: u64) -> Self {
         Self { duration_us: 1_000, ..Self::arrived(Arc::from(upstream), 0, t_us, Api::Chat) }
     }
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// Parses a correlation id of the form `r{number}`.

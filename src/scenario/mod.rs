@@ -27,8 +27,9 @@ pub use crate::duration::{Duration, EXPECTED_DURATION};
 pub use crate::located::{Format, Location, ScenarioError, Source, did_you_mean, suggest};
 pub use distribution::{Distribution, Quantity};
 pub use profile::{
-    Capacity, CapacitySection, DEFAULT_MAX_BODY_BYTES, DEFAULT_QUEUE, HttpSection, Latency, LatencySection, Overflow,
-    Profile, ProfileFile, RateLimit, RateLimitSection, UpstreamSpec,
+    Capacity, CapacitySection, DEFAULT_MAX_BODY_BYTES, DEFAULT_QUEUE, HttpSection, Latency, LatencySection,
+    MAX_PARALLEL, Overflow, Profile, ProfileFile, PromptCache, PromptCacheSection, RateLimit, RateLimitSection,
+    ToolCalls, ToolCallsSection, UpstreamSpec,
 };
 pub use sut::{AbortSection, Limits, LimitsSection, Placeholder, Sut, SutKind, SutMode, SutSection, fill_for_check};
 pub use timeline::{faults_from_source, load_faults};

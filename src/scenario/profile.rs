@@ -13,6 +13,9 @@ use serde::{Deserialize, Serialize};
 use super::{Distribution, Duration};
 use crate::located::Problems;
 
+mod answers;
+pub use answers::{MAX_PARALLEL, PromptCache, PromptCacheSection, ToolCalls, ToolCallsSection};
+
 /// The status an upstream answers with when its slots and queue are full.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(try_from = "u16", into = "u16")]
@@ -140,6 +143,11 @@ pub struct ProfileFile {
     /// Request handling limits.
     #[serde(default)]
     pub http: HttpSection,
+    /// Tool calls in answers to requests that offer tools.
+    #[serde(default)]
+    pub tool_calls: ToolCallsSection,
+    /// The provider's prompt cache (present: on).
+    pub prompt_cache: Option<PromptCacheSection>,
     /// Pool members; when present, the file describes a pool and the sections above are
     /// defaults every member starts from.
     #[serde(default)]
@@ -170,6 +178,11 @@ pub struct UpstreamSpec {
     /// Overrides keys of `[http]`.
     #[serde(default)]
     pub http: HttpSection,
+    /// Overrides keys of `[tool_calls]`.
+    #[serde(default)]
+    pub tool_calls: ToolCallsSection,
+    /// Overrides keys of `[prompt_cache]` (and turns it on).
+    pub prompt_cache: Option<PromptCacheSection>,
 }
 
 /// The resolved latency model.
@@ -222,6 +235,12 @@ pub struct Profile {
     pub http2: bool,
     /// Honour the `x-chaos-fault` request header.
     pub allow_fault_header: bool,
+    /// Tool calls in answers.
+    #[serde(default)]
+    pub tool_calls: ToolCalls,
+    /// The prompt cache (`None`: off).
+    #[serde(default)]
+    pub prompt_cache: Option<PromptCache>,
 }
 
 /// Default request body limit: 4 MiB, generous for chat prompts, small enough to refuse junk.
@@ -245,6 +264,8 @@ impl Default for Profile {
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             http2: false,
             allow_fault_header: false,
+            tool_calls: ToolCalls::default(),
+            prompt_cache: None,
         }
     }
 }
@@ -298,6 +319,10 @@ impl Profile {
         if let Some(models) = layer.models {
             self.models.clone_from(models);
         }
+        self.tool_calls.apply(layer.tool_calls);
+        if let Some(c) = layer.prompt_cache {
+            self.prompt_cache.get_or_insert_with(PromptCache::default).apply(c);
+        }
     }
 }
 
@@ -315,6 +340,8 @@ pub(crate) struct Layer<'a> {
     pub capacity: &'a CapacitySection,
     pub rate_limit: &'a RateLimitSection,
     pub http: &'a HttpSection,
+    pub tool_calls: &'a ToolCallsSection,
+    pub prompt_cache: Option<&'a PromptCacheSection>,
 }
 
 impl ProfileFile {
@@ -325,6 +352,8 @@ impl ProfileFile {
             capacity: &self.capacity,
             rate_limit: &self.rate_limit,
             http: &self.http,
+            tool_calls: &self.tool_calls,
+            prompt_cache: self.prompt_cache.as_ref(),
         }
     }
 }
@@ -337,6 +366,8 @@ impl UpstreamSpec {
             capacity: &self.capacity,
             rate_limit: &self.rate_limit,
             http: &self.http,
+            tool_calls: &self.tool_calls,
+            prompt_cache: self.prompt_cache.as_ref(),
         }
     }
 }
@@ -366,6 +397,7 @@ impl Layer<'_> {
         if self.http.max_body_bytes == Some(0) {
             out.push("http.max_body_bytes", "0", "an integer ≥ 1");
         }
+        answers::problems(self.tool_calls, self.prompt_cache, &mut out);
         if let Some(models) = self.models {
             if models.is_empty() {
                 out.push("models", "[]", "at least one model id");
@@ -389,7 +421,19 @@ mod tests {
         let mut p = Profile::fixed(std::time::Duration::from_millis(100), 16);
         let cap = CapacitySection { queue: Some(7), ..Default::default() };
         let (lat, rl, http) = (LatencySection::default(), RateLimitSection::default(), HttpSection::default());
-        p.apply(Layer { models: None, latency: &lat, capacity: &cap, rate_limit: &rl, http: &http });
+        let tools = ToolCallsSection { parallel: Some(3), ..Default::default() };
+        let cache = PromptCacheSection { min_tokens: Some(64), ..Default::default() };
+        p.apply(Layer {
+            models: None,
+            latency: &lat,
+            capacity: &cap,
+            rate_limit: &rl,
+            http: &http,
+            tool_calls: &tools,
+            prompt_cache: Some(&cache),
+        });
+        assert_eq!((p.tool_calls.parallel, p.tool_calls.probability), (3, 0.5));
+        assert_eq!(p.prompt_cache.map(|c| (c.min_tokens, c.block_tokens)), Some((64, 128)), "a section turns it on");
         assert_eq!(p.capacity.slots, Some(16));
         assert_eq!(p.capacity.queue, 7);
         assert_eq!(p.latency.ttft, Distribution::fixed(Duration::from_millis(100)));

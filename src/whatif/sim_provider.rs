@@ -110,7 +110,8 @@ impl Provider {
         let index = self.arrivals;
         self.arrivals += 1;
         let plan = decide::plan(&self.latency, self.seed, self.key, index, max_tokens);
-        let facts = RequestFacts { upstream: &self.name, path: "/v1/chat/completions", model: None, stream };
+        let facts =
+            RequestFacts { upstream: &self.name, path: "/v1/chat/completions", model: None, stream, tools: false };
         let (down, _) = self.timeline.outage(&self.name, t_us);
         if down.is_some() {
             // The listener is closed: the connection is refused.
@@ -119,7 +120,7 @@ impl Provider {
         let ruling = decide::ruling(&self.timeline, &facts, t_us, (self.seed, self.key, index), None);
         let plan = decide::shaped(plan, &ruling);
         match decide::edge(&ruling.action) {
-            Edge::Status { code, retry_after } => {
+            Edge::Status { code, retry_after, .. } => {
                 let ra = retry_after.map(|d| (d.as_millis() as u64).max(1) * 1000);
                 return (index, Arrival::Now(refusal(code, Decision::FaultStatus, ra, false)));
             }
@@ -236,7 +237,9 @@ fn generation(plan: &Plan, action: &Action, stream: bool) -> Shape {
         tokens: plan.output_tokens,
     };
     match *action {
-        Action::Malformed(_) => Shape { invalid: true, ..ok },
+        // The replayed load offers no tools, so a tool-call fault never applies here; were it
+        // to, its answer is as unusable as a malformed one.
+        Action::Malformed(_) | Action::ToolCall(_) => Shape { invalid: true, ..ok },
         Action::Hang { mode: HangMode::SlowDrip, interval, max_hold, .. } => {
             let drip = ttft + us(interval) * u64::from(plan.output_tokens.max(1));
             let hold = ttft + us(max_hold);

@@ -24,6 +24,7 @@ mod mock_capacity;
 mod mock_http;
 mod mock_openai_client;
 mod mock_pool;
+mod mock_wire;
 mod planted_files;
 mod provider_model;
 mod replicates;
