@@ -3,13 +3,17 @@
 //! Goose's own timer stops at the headers; an LLM answer's time is in its body. So the body is
 //! read here, chunk by chunk: for streams each SSE event is parsed as it arrives, the first
 //! content token stamps the TTFT and later ones the inter-token gaps; an answer is `invalid`
-//! when it has no content, does not parse, or a stream ends without its terminator.
+//! when it has neither content nor a sound tool call, does not parse, or a stream ends without
+//! its terminator. The usage the answer reports is kept, to check against the upstream's.
 
 use std::time::Instant;
 
 use bytes::{Buf, BytesMut};
 
-use crate::record::Outcome;
+use super::calls::Calls;
+use super::sse::Sse;
+use super::whole;
+use crate::record::{Outcome, Usage};
 use crate::scenario::workload::{Api, FallbackMatch};
 
 /// What reading one answer found.
@@ -23,6 +27,20 @@ pub(super) struct Reading {
     pub tokens: u32,
     /// The verdict on the body (for a 2xx).
     pub outcome: Option<Outcome>,
+    /// Tool calls in the answer.
+    pub tool_calls: u32,
+    /// The usage the answer reported.
+    pub usage: Option<Usage>,
+}
+
+/// Whether an answer with `text` and `calls` is usable, and its content tokens: text, or tool
+/// calls that name offered tools with JSON-object arguments (`offered` None: none offered).
+fn judge(text: &str, calls: &Calls, offered: Option<&[String]>) -> (u32, Option<Outcome>) {
+    let tokens = text.split_whitespace().count() as u32;
+    if calls.len() > 0 {
+        return (tokens, calls.broken(offered.unwrap_or_default()).map(|_| Outcome::Invalid));
+    }
+    (tokens, (tokens == 0).then_some(Outcome::Invalid))
 }
 
 /// Reads `resp` to the end (or to `deadline`: a timeout) and classifies it. `None` in
@@ -33,6 +51,7 @@ pub(super) async fn read(
     api: Api,
     stream: bool,
     fallback: &FallbackMatch,
+    offered: Option<&[String]>,
 ) -> Reading {
     use http_body_util::BodyExt as _;
     let status = resp.status();
@@ -95,16 +114,30 @@ pub(super) async fn read(
         if !body.is_empty() {
             sse.feed(&body.split());
         }
-        if sse.broken || !sse.done || reading.tokens == 0 {
-            reading.outcome = Some(Outcome::Invalid);
-        }
+        judge_stream(&mut reading, &sse, offered);
     } else {
-        match whole_content(api, &body) {
-            Some(text) if !text.trim().is_empty() => reading.tokens = text.split_whitespace().count() as u32,
-            _ => reading.outcome = Some(Outcome::Invalid),
+        match whole::parse(api, &body) {
+            Some(w) => {
+                (reading.tokens, reading.outcome) = judge(&w.text, &w.calls, offered);
+                reading.tool_calls = w.calls.len() as u32;
+                reading.usage = w.usage;
+            }
+            None => reading.outcome = Some(Outcome::Invalid),
         }
     }
     reading
+}
+
+/// A whole stream's verdict: usable when it reached its end, every event parsed, and it
+/// carried content or sound tool calls.
+fn judge_stream(reading: &mut Reading, sse: &Sse, offered: Option<&[String]>) {
+    reading.tool_calls = sse.calls.len() as u32;
+    reading.usage = sse.usage;
+    let unusable =
+        if sse.calls.len() > 0 { sse.calls.broken(offered.unwrap_or_default()).is_some() } else { reading.tokens == 0 };
+    if sse.broken || !sse.done || unusable {
+        reading.outcome = Some(Outcome::Invalid);
+    }
 }
 
 /// The end of the first SSE event in `buf`: (event length, separator length).
@@ -117,131 +150,9 @@ fn find_event_end(buf: &[u8]) -> Option<(usize, usize)> {
     }
 }
 
-/// The assistant text of a whole (non-streamed) answer. Parsed into borrowed typed fields,
-/// unknown keys skipped: a `serde_json::Value` (a map per object) cost about 6 % of the
-/// generator's CPU per request at 40k req/s.
-fn whole_content(api: Api, body: &[u8]) -> Option<String> {
-    use std::borrow::Cow;
-    #[derive(serde::Deserialize)]
-    struct Openai<'a> {
-        #[serde(borrow)]
-        choices: Vec<Choice<'a>>,
-    }
-    #[derive(serde::Deserialize)]
-    struct Choice<'a> {
-        #[serde(borrow)]
-        message: Message<'a>,
-    }
-    #[derive(serde::Deserialize)]
-    struct Message<'a> {
-        #[serde(borrow)]
-        content: Option<Cow<'a, str>>,
-    }
-    #[derive(serde::Deserialize)]
-    struct Anthropic<'a> {
-        #[serde(borrow)]
-        content: Vec<Part<'a>>,
-    }
-    #[derive(serde::Deserialize)]
-    struct Part<'a> {
-        #[serde(borrow)]
-        text: Option<Cow<'a, str>>,
-    }
-    match api {
-        Api::Openai => {
-            let v: Openai<'_> = serde_json::from_slice(body).ok()?;
-            v.choices.into_iter().next()?.message.content.map(Cow::into_owned)
-        }
-        Api::Anthropic => {
-            let v: Anthropic<'_> = serde_json::from_slice(body).ok()?;
-            Some(v.content.iter().filter_map(|p| p.text.as_deref()).collect())
-        }
-    }
-}
-
-/// A streamed answer's events, as they arrive.
-struct Sse {
-    api: Api,
-    done: bool,
-    broken: bool,
-    texts: String,
-}
-
-impl Sse {
-    fn new(api: Api) -> Self {
-        Self { api, done: false, broken: false, texts: String::new() }
-    }
-
-    /// Takes one event; returns how many content tokens it carried (0 or 1).
-    fn feed(&mut self, event: &[u8]) -> u32 {
-        let Ok(event) = std::str::from_utf8(event) else {
-            self.broken = true;
-            return 0;
-        };
-        let mut tokens = 0;
-        for data in event.lines().filter_map(|l| l.strip_prefix("data:")).map(str::trim_start) {
-            if data == "[DONE]" {
-                self.done = true;
-                continue;
-            }
-            let Ok(v) = serde_json::from_str::<serde_json::Value>(data) else {
-                self.broken = true;
-                continue;
-            };
-            let text = match self.api {
-                Api::Openai => v.pointer("/choices/0/delta/content").and_then(|c| c.as_str()),
-                Api::Anthropic => match v.get("type").and_then(|t| t.as_str()) {
-                    Some("content_block_delta") => v.pointer("/delta/text").and_then(|c| c.as_str()),
-                    Some("message_stop") => {
-                        self.done = true;
-                        None
-                    }
-                    _ => None,
-                },
-            };
-            if let Some(text) = text.filter(|t| !t.is_empty()) {
-                tokens += 1;
-                if self.texts.len() < 4096 {
-                    self.texts.push_str(text);
-                }
-            }
-        }
-        tokens
-    }
-
-    /// Whether the streamed text so far contains `pattern`.
-    fn saw(&self, pattern: &str) -> bool {
-        self.texts.contains(pattern)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn openai_stream_events_count_tokens_and_need_done() {
-        let mut s = Sse::new(Api::Openai);
-        assert_eq!(s.feed(br#"data: {"choices":[{"delta":{"role":"assistant","content":""}}]}"#), 0);
-        assert_eq!(s.feed(br#"data: {"choices":[{"delta":{"content":"hi"}}]}"#), 1);
-        assert!(!s.done);
-        s.feed(b"data: [DONE]");
-        assert!(s.done && !s.broken && s.saw("hi"));
-        let mut bad = Sse::new(Api::Openai);
-        bad.feed(b"data: {not json");
-        assert!(bad.broken);
-    }
-
-    #[test]
-    fn anthropic_stream_events_count_text_deltas() {
-        let mut s = Sse::new(Api::Anthropic);
-        assert_eq!(
-            s.feed(b"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"delta\":{\"text\":\"a\"}}"),
-            1
-        );
-        s.feed(b"event: message_stop\ndata: {\"type\":\"message_stop\"}");
-        assert!(s.done);
-    }
 
     #[test]
     fn events_split_on_blank_lines_of_either_kind() {
@@ -251,35 +162,18 @@ mod tests {
     }
 
     #[test]
-    fn whole_answers_need_content() {
-        assert_eq!(
-            whole_content(Api::Openai, br#"{"choices":[{"message":{"content":"x y"}}]}"#).as_deref(),
-            Some("x y")
-        );
-        assert_eq!(whole_content(Api::Openai, br#"{"choices":[]}"#), None);
-        assert_eq!(
-            whole_content(Api::Anthropic, br#"{"content":[{"type":"text","text":"ok"}]}"#).as_deref(),
-            Some("ok")
-        );
-        // Escapes, unknown keys and null content, as real answers have them.
-        assert_eq!(
-            whole_content(
-                Api::Openai,
-                br#"{"id":"x","choices":[{"index":0,"message":{"role":"assistant","content":"a \"b\"\n"},"logprobs":null}],"usage":{"total_tokens":3}}"#
-            )
-            .as_deref(),
-            Some("a \"b\"\n")
-        );
-        assert_eq!(whole_content(Api::Openai, br#"{"choices":[{"message":{"content":null}}]}"#), None);
-        assert_eq!(whole_content(Api::Openai, br#"{"choices":[{"message":{"content":[1]}}]}"#), None);
-        assert_eq!(whole_content(Api::Openai, b"not json"), None);
-        assert_eq!(
-            whole_content(
-                Api::Anthropic,
-                br#"{"content":[{"type":"tool_use","id":"t"},{"type":"text","text":"a"},{"type":"text","text":"b"}]}"#
-            )
-            .as_deref(),
-            Some("ab")
-        );
+    fn an_answer_is_usable_with_text_or_with_sound_tool_calls() {
+        let offered = ["f".to_string()];
+        let mut w = whole::Whole { text: "hi there".into(), ..whole::Whole::default() };
+        assert_eq!(judge(&w.text, &w.calls, Some(&offered)), (2, None));
+        w.text.clear();
+        assert_eq!(judge(&w.text, &w.calls, Some(&offered)), (0, Some(Outcome::Invalid)), "nothing at all");
+        w.calls.name(0, "f");
+        assert_eq!(judge(&w.text, &w.calls, Some(&offered)), (0, None), "a call alone is an answer");
+        w.calls.arguments(0, "{\"q");
+        assert_eq!(judge(&w.text, &w.calls, Some(&offered)), (0, Some(Outcome::Invalid)), "a broken call is not");
+        let mut unasked = whole::Whole::default();
+        unasked.calls.name(0, "f");
+        assert_eq!(judge("", &unasked.calls, None).1, Some(Outcome::Invalid), "calls nobody offered");
     }
 }

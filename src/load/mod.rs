@@ -14,9 +14,12 @@
 //! `analysis` or anything above, computes no percentile and writes no file.
 
 mod answer;
+mod calls;
 pub mod prompts;
 pub mod schedule;
+mod sse;
 mod user;
+mod whole;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

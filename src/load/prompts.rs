@@ -8,7 +8,7 @@
 use rand::RngExt;
 use rand_distr::{Distribution as _, Zipf};
 
-use crate::scenario::workload::{Api, PromptSet};
+use crate::scenario::workload::{Api, LoadTools, PromptSet, ToolChoice};
 use crate::scenario::{KeyDistribution, Load, RequestIdMode};
 use crate::seed::{rng_for, stream_key};
 use crate::words::Words;
@@ -24,6 +24,7 @@ pub struct Prompts {
     stream: bool,
     max_tokens: Option<u32>,
     marker: bool,
+    tools: Option<LoadTools>,
     /// Each prompt's body, built the first time it is asked (without a marker the body of a
     /// prompt never changes): a JSON value built and serialized per request was a tenth of the
     /// generator's CPU at 40k req/s.
@@ -50,6 +51,7 @@ impl Prompts {
             stream: load.stream,
             max_tokens: load.max_tokens,
             marker: matches!(load.request_id, RequestIdMode::Prompt | RequestIdMode::Both),
+            tools: load.tools.clone(),
             bodies,
         }
     }
@@ -84,21 +86,50 @@ impl Prompts {
             Some(id) => format!("{prompt} [chaos:r{id}]"),
             None => prompt.clone(),
         };
-        let mut v = serde_json::json!({
-            "model": self.model,
-            "messages": [{"role": "user", "content": content}],
-        });
+        let mut v = serde_json::json!({"model": self.model});
+        match self.api {
+            Api::Responses => v["input"] = content.into(),
+            Api::Openai | Api::Anthropic => v["messages"] = serde_json::json!([{"role": "user", "content": content}]),
+        }
         if self.stream {
             v["stream"] = true.into();
         }
         if let Some(n) = self.max_tokens {
-            v["max_tokens"] = n.into();
+            let key = if self.api == Api::Responses { "max_output_tokens" } else { "max_tokens" };
+            v[key] = n.into();
         }
         if self.api == Api::Openai && self.stream {
             v["stream_options"] = serde_json::json!({"include_usage": true});
         }
+        if let Some(t) = &self.tools {
+            offer_tools(&mut v, self.api, t);
+        }
         serde_json::to_vec(&v).unwrap_or_default()
     }
+}
+
+/// Adds `tools` and `tool_choice` to a request body, in the shape of its API.
+fn offer_tools(v: &mut serde_json::Value, api: Api, tools: &LoadTools) {
+    use serde_json::json;
+    let schema = json!({"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]});
+    let offered: Vec<serde_json::Value> = tools
+        .names
+        .iter()
+        .map(|name| match api {
+            Api::Openai => json!({"type": "function", "function": {"name": name, "parameters": schema}}),
+            Api::Responses => json!({"type": "function", "name": name, "parameters": schema}),
+            Api::Anthropic => json!({"name": name, "input_schema": schema}),
+        })
+        .collect();
+    v["tools"] = offered.into();
+    v["tool_choice"] = match (api, tools.choice) {
+        (Api::Anthropic, ToolChoice::Auto) => json!({"type": "auto"}),
+        (Api::Anthropic, ToolChoice::Required) => json!({"type": "any"}),
+        (Api::Anthropic, ToolChoice::None) => json!({"type": "none"}),
+        (_, ToolChoice::Auto) => "auto".into(),
+        (_, ToolChoice::Required) => "required".into(),
+        (_, ToolChoice::None) => "none".into(),
+    };
 }
 
 fn mix_prompt(i: u32) -> u64 {

@@ -146,6 +146,8 @@ impl Shared {
                 sut_attempts: answer.sut_attempts,
                 tokens: answer.tokens,
                 key: self.prompts.pick(id) as u32,
+                tool_calls: answer.tool_calls,
+                usage: answer.usage,
             };
         }
     }
@@ -184,7 +186,8 @@ impl Shared {
             .and_then(|v| v.to_str().ok()?.parse::<u64>().ok())
             .map(Duration::from_millis)
             .or_else(|| header_u32(RETRY_AFTER.as_str()).map(|s| Duration::from_secs(u64::from(s))));
-        let reading = answer::read(resp, deadline, self.load.api, self.load.stream, &self.load.fallback).await;
+        let offered = self.load.tools.as_ref().map(|t| t.names.as_slice());
+        let reading = answer::read(resp, deadline, self.load.api, self.load.stream, &self.load.fallback, offered).await;
         Attempted {
             status,
             outcome: reading.outcome.unwrap_or_else(|| Outcome::of_status(status)),
@@ -194,6 +197,8 @@ impl Shared {
             tokens: reading.tokens,
             sut_attempts,
             retry_after,
+            tool_calls: reading.tool_calls,
+            usage: reading.usage,
         }
     }
 }
@@ -209,6 +214,8 @@ struct Attempted {
     tokens: u32,
     sut_attempts: Option<u32>,
     retry_after: Option<Duration>,
+    tool_calls: u32,
+    usage: Option<crate::record::Usage>,
 }
 
 impl Default for Attempted {
@@ -222,6 +229,8 @@ impl Default for Attempted {
             tokens: 0,
             sut_attempts: None,
             retry_after: None,
+            tool_calls: 0,
+            usage: None,
         }
     }
 }

@@ -32,6 +32,7 @@ mod conn;
 pub mod embeddings;
 pub mod events;
 mod expiry;
+mod framing;
 mod headers;
 mod ids;
 pub mod metrics;

@@ -91,6 +91,18 @@ pub fn count_failed(outcomes: &std::collections::BTreeMap<String, u64>) -> u64 {
     outcomes.iter().filter(|(k, _)| Outcome::from_name(k).is_none_or(Outcome::failed)).map(|(_, v)| v).sum()
 }
 
+/// Token usage as an answer reports it: every input token (cache reads included), the cached
+/// share of them, and the output tokens.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    /// Input tokens, cached ones included.
+    pub input: u32,
+    /// Input tokens read from the provider's prompt cache.
+    pub cached: u32,
+    /// Output tokens.
+    pub output: u32,
+}
+
 /// One logical request. Times are µs on the run clock.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Sample {
@@ -123,6 +135,16 @@ pub struct Sample {
     /// Which prompt of the prompt set it sent (0 = the most popular under zipf): the cache key.
     #[serde(default)]
     pub key: u32,
+    /// Tool calls in the final answer.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub tool_calls: u32,
+    /// The usage the final answer reported (None: it reported none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 impl Sample {
@@ -144,6 +166,8 @@ impl Sample {
             sut_attempts: None,
             tokens: 1,
             key: 0,
+            tool_calls: 0,
+            usage: None,
         }
     }
 

@@ -26,6 +26,8 @@ pub enum Api {
     Openai,
     /// Anthropic messages (`POST /v1/messages`).
     Anthropic,
+    /// OpenAI Responses (`POST /v1/responses`).
+    Responses,
 }
 
 impl Api {
@@ -34,8 +36,35 @@ impl Api {
         match self {
             Self::Openai => "/v1/chat/completions",
             Self::Anthropic => "/v1/messages",
+            Self::Responses => "/v1/responses",
         }
     }
+}
+
+/// `[load.tools]`: the functions every request offers, as an agent platform's requests do.
+/// An answer that calls them is usable only if every call names an offered tool and its
+/// arguments are a JSON object (a call cut or merged on the way is not).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LoadTools {
+    /// Names of the tools offered (each takes `{"query": string}`).
+    pub names: Vec<String>,
+    /// `auto` (default: the model decides), `required` (it must call one) or `none`.
+    #[serde(default)]
+    pub choice: ToolChoice,
+}
+
+/// Whether the model may, must or must not call a tool.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolChoice {
+    /// The model decides.
+    #[default]
+    Auto,
+    /// The model must call a tool.
+    Required,
+    /// The model must not call a tool.
+    None,
 }
 
 /// How each logical request carries its id.
@@ -235,7 +264,7 @@ pub struct ProbeSpec {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LoadSection {
-    /// `openai` (default) or `anthropic`.
+    /// `openai` (default, chat completions), `anthropic` or `responses`.
     pub api: Option<Api>,
     /// Path on the target (default by `api`).
     pub endpoint: Option<String>,
@@ -247,6 +276,8 @@ pub struct LoadSection {
     pub max_tokens: Option<u32>,
     /// How request ids are carried: `header` (default), `prompt`, `both` or `none`.
     pub request_id: Option<RequestIdMode>,
+    /// Tools every request offers (default none).
+    pub tools: Option<LoadTools>,
     /// Extra request headers; `${ENV}` is replaced by the environment variable.
     #[serde(default)]
     pub headers: BTreeMap<String, String>,
@@ -401,6 +432,8 @@ pub struct Load {
     pub max_tokens: Option<u32>,
     /// How ids are carried.
     pub request_id: RequestIdMode,
+    /// Tools offered.
+    pub tools: Option<LoadTools>,
     /// Extra headers, as written (`${ENV}` expanded when the run starts).
     pub headers: BTreeMap<String, String>,
     /// Client timeout per attempt.

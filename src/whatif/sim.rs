@@ -426,6 +426,8 @@ impl Sim<'_> {
                 sut_attempts: Some(r.sut_attempts),
                 tokens: r.tokens,
                 key: r.a.key,
+                tool_calls: 0,
+                usage: None,
             })
             .collect();
         let names: Vec<Arc<str>> = self.providers.iter().map(|p| p.name.clone()).collect();

@@ -18,11 +18,31 @@ pub(crate) fn problems(load: &LoadSection) -> Problems {
     if let Some(p) = &load.probe {
         probe_problems(p, load.sweep.is_some(), &mut out);
     }
+    if let Some(t) = &load.tools {
+        tool_problems(t, &mut out);
+    }
     let r = &load.retry;
     if r.backoff.as_ref().is_some_and(|b| b.base > b.max) {
         out.push("load.retry.backoff", "base above max", "base ≤ max");
     }
     out
+}
+
+/// Tool names as the providers allow them: 1–64 of letters, digits, `_` and `-`, each once.
+fn tool_problems(t: &super::LoadTools, out: &mut Problems) {
+    if t.names.is_empty() {
+        out.push("load.tools.names", "an empty list", "at least one tool name");
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    for (i, name) in t.names.iter().enumerate() {
+        let ok =
+            (1..=64).contains(&name.len()) && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+        if !ok {
+            out.push(format!("load.tools.names[{i}]"), format!("{name:?}"), "1–64 letters, digits, `_` or `-`");
+        } else if !seen.insert(name.as_str()) {
+            out.push(format!("load.tools.names[{i}]"), format!("{name:?} again"), "each tool named once");
+        }
+    }
 }
 
 /// What the whole section needs: something to run, and sane shared settings.
@@ -265,7 +285,7 @@ pub(crate) fn resolve(load: &LoadSection) -> Load {
         endpoint: load.endpoint.clone().unwrap_or_else(|| api.default_endpoint().to_string()),
         model: load.model.clone().unwrap_or_else(|| {
             match api {
-                Api::Openai => "gpt-4o-mini",
+                Api::Openai | Api::Responses => "gpt-4o-mini",
                 Api::Anthropic => "claude-sonnet-4",
             }
             .to_string()
@@ -273,6 +293,7 @@ pub(crate) fn resolve(load: &LoadSection) -> Load {
         stream: load.stream.unwrap_or(false),
         max_tokens: load.max_tokens.or((api == Api::Anthropic).then_some(256)),
         request_id: load.request_id.unwrap_or_default(),
+        tools: load.tools.clone(),
         headers: load.headers.clone(),
         timeout: load.timeout.unwrap_or(Duration::from_secs(60)),
         max_users: load.max_users,
