@@ -48,6 +48,20 @@ pub struct GatewayConfig {
     /// The degraded answer when the breaker is open.
     #[serde(default)]
     pub fallback: FallbackConfig,
+    /// How request bodies are forwarded.
+    #[serde(default)]
+    pub forward: ForwardConfig,
+}
+
+/// `[forward]`: how the gateway passes a request body on. Unchanged by default; the one knob
+/// plants a bug real gateways have shipped, for the usage oracle to catch.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct ForwardConfig {
+    /// Rebuild the body without `stream_options`, as a gateway that copies only the fields it
+    /// knows does: the provider then sends no usage chunk, and streamed answers reach the
+    /// client without usage (default false).
+    pub drop_stream_options: bool,
 }
 
 /// `[client]`: the shared pool of upstream connections and its timeouts.

@@ -25,7 +25,7 @@ use tower::ServiceExt;
 use super::GatewayState;
 use super::breaker::{Admit, Breaker};
 use super::cache::{self, Lookup, Reply};
-use super::upstream::{Answer, AnswerBody, BoxError, Call, CallError, healthy};
+use super::upstream::{Answer, AnswerBody, BoxError, Call, CallError, Endpoint, healthy};
 
 /// Largest request body the gateway reads.
 const MAX_BODY: usize = 4 << 20;
@@ -97,8 +97,13 @@ impl Drop for InFlight {
     }
 }
 
-/// Handles one chat completion request.
-pub(crate) async fn chat(gw: Arc<GatewayState>, req: Request<Incoming>) -> Result<Response<GatewayBody>, Infallible> {
+/// Handles one chat completion or Responses request (`endpoint`), forwarded to the same path
+/// upstream with the same policies; only chat answers are cached.
+pub(crate) async fn chat(
+    gw: Arc<GatewayState>,
+    req: Request<Incoming>,
+    endpoint: Endpoint,
+) -> Result<Response<GatewayBody>, Infallible> {
     let in_flight = InFlight::new(&gw);
     let (parts, body) = req.into_parts();
     let bytes = match Limited::new(body, MAX_BODY).collect().await {
@@ -109,11 +114,15 @@ pub(crate) async fn chat(gw: Arc<GatewayState>, req: Request<Incoming>) -> Resul
             );
         }
     };
-    let Ok(json) = serde_json::from_slice::<serde_json::Value>(&bytes) else {
+    let Ok(mut json) = serde_json::from_slice::<serde_json::Value>(&bytes) else {
         return Ok(gw.finish("bad_request", error(StatusCode::BAD_REQUEST, "the body is not JSON")));
     };
+    let dropped = gw.config.forward.drop_stream_options
+        && json.as_object_mut().is_some_and(|o| o.remove("stream_options").is_some());
+    let bytes = if dropped { Bytes::from(serde_json::to_vec(&json).unwrap_or_default()) } else { bytes };
     let stream = json.get("stream").and_then(serde_json::Value::as_bool).unwrap_or(false);
     let call = Call {
+        endpoint,
         body: bytes,
         stream,
         request_id: parts.headers.get("x-chaos-request-id").cloned(),
@@ -123,7 +132,8 @@ pub(crate) async fn chat(gw: Arc<GatewayState>, req: Request<Incoming>) -> Resul
         deadline: gw.config.client.deadline.map(|d| Instant::now() + d.as_std()),
         probe: false,
     };
-    let key = if stream { None } else { gw.cache.as_ref().and_then(|_| cache::key(&json)) };
+    let cacheable = !stream && endpoint == Endpoint::Chat;
+    let key = if cacheable { gw.cache.as_ref().and_then(|_| cache::key(&json)) } else { None };
     if let (Some(cache), Some(key)) = (&gw.cache, key) {
         let (reply, lookup) = cache.get_or_fetch(key, fetch_reply(&gw, call)).await;
         let hit = lookup == Lookup::Hit;

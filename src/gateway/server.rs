@@ -20,6 +20,7 @@ use super::GatewayState;
 use super::breaker::State;
 use super::config::ReadinessMode;
 use super::proxy::{self, GatewayBody, error};
+use super::upstream::Endpoint;
 use crate::listen::{Acceptor, Limits};
 
 /// How long shutdown waits for in-flight requests.
@@ -57,7 +58,10 @@ pub(crate) async fn serve(listener: TcpListener, state: Arc<GatewayState>, mut s
 
 async fn route(state: Arc<GatewayState>, req: Request<Incoming>) -> Result<Response<GatewayBody>, Infallible> {
     Ok(match (req.method(), req.uri().path()) {
-        (&Method::POST, "/v1/chat/completions" | "/chat/completions") => return proxy::chat(state, req).await,
+        (&Method::POST, "/v1/chat/completions" | "/chat/completions") => {
+            return proxy::chat(state, req, Endpoint::Chat).await;
+        }
+        (&Method::POST, "/v1/responses" | "/responses") => return proxy::chat(state, req, Endpoint::Responses).await,
         (&Method::GET, "/healthz") => json_reply(StatusCode::OK, &json!({"status": "ok"})),
         (&Method::GET, "/readyz") => readiness(&state),
         (&Method::GET, "/metrics") => {

@@ -28,6 +28,8 @@ pub(super) type BoxError = Box<dyn std::error::Error + Send + Sync>;
 /// One client request, as sent upstream (cloned for each attempt).
 #[derive(Clone, Debug)]
 pub(super) struct Call {
+    /// Which API the request speaks (the upstream path follows it).
+    pub endpoint: Endpoint,
     /// The request body, forwarded unchanged.
     pub body: Bytes,
     /// `stream: true`.
@@ -44,6 +46,25 @@ pub(super) struct Call {
     pub deadline: Option<Instant>,
     /// This request is a half-open breaker probe (its outcome is reported once, at the end).
     pub probe: bool,
+}
+
+/// The APIs the gateway forwards, each to the same path on the upstream.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Endpoint {
+    /// `POST /v1/chat/completions`.
+    Chat,
+    /// `POST /v1/responses`.
+    Responses,
+}
+
+impl Endpoint {
+    /// The path on the upstream.
+    pub(crate) fn path(self) -> &'static str {
+        match self {
+            Self::Chat => "/v1/chat/completions",
+            Self::Responses => "/v1/responses",
+        }
+    }
 }
 
 /// An upstream's answer (at headers for a streaming 200; whole otherwise).
@@ -127,7 +148,8 @@ pub(super) struct Upstreams {
 
 struct Inner {
     /// Parsed once: parsing a URL per attempt cost ~3 % of the gateway's CPU.
-    urls: Vec<reqwest::Url>,
+    /// Per upstream, the URL of each endpoint (chat, responses).
+    urls: Vec<[reqwest::Url; 2]>,
     client: reqwest::Client,
     pool: Arc<Semaphore>,
     pool_wait: Option<Duration>,
@@ -159,8 +181,11 @@ impl Upstreams {
         let urls = urls
             .iter()
             .map(|u| {
-                reqwest::Url::parse(&format!("{}/v1/chat/completions", u.trim_end_matches('/')))
-                    .map_err(|e| format!("{u}: {e}"))
+                let url = |e: Endpoint| {
+                    reqwest::Url::parse(&format!("{}{}", u.trim_end_matches('/'), e.path()))
+                        .map_err(|e| format!("{u}: {e}"))
+                };
+                Ok::<_, String>([url(Endpoint::Chat)?, url(Endpoint::Responses)?])
             })
             .collect::<Result<_, _>>()?;
         let inner = Inner {
@@ -219,7 +244,7 @@ impl Inner {
     async fn send(&self, call: &Call, upstream: usize, permit: OwnedSemaphorePermit) -> Result<Answer, CallError> {
         let mut req = self
             .client
-            .post(self.urls[upstream].clone())
+            .post(self.urls[upstream][call.endpoint as usize].clone())
             .header(CONTENT_TYPE, "application/json")
             .body(call.body.clone());
         if let Some(id) = &call.request_id {

@@ -120,8 +120,20 @@ impl Policy {
 
     /// The policy the built-in gateway ran with `cfg`.
     pub fn from_gateway(cfg: GatewayConfig) -> Self {
-        let GatewayConfig { name, description, client, retry, cache, breaker, limit, routing, readiness, fallback } =
-            cfg;
+        // `forward` changes bodies, not timing: the what-if has nothing of it to simulate.
+        let GatewayConfig {
+            name,
+            description,
+            client,
+            retry,
+            cache,
+            breaker,
+            limit,
+            routing,
+            readiness,
+            fallback,
+            forward: _,
+        } = cfg;
         Self {
             name,
             description,
