@@ -19,6 +19,7 @@ use super::summary::StageSummary;
 use crate::markup::code;
 
 mod objective;
+mod usage;
 pub use objective::{duration_words, objective_words, share_against, window_words};
 
 /// How much a finding matters.
@@ -84,6 +85,7 @@ pub fn findings(s: &Summary) -> Vec<Finding> {
     empty_answers(s, &mut out);
     stampede(s, &mut out);
     retry_habits(s, &mut out);
+    usage::usage(s, &mut out);
     objective::severity_by_objective(s, &mut out);
     out.sort_by_key(|f| f.severity);
     out
@@ -355,6 +357,14 @@ fn empty_answers(s: &Summary, out: &mut Vec<Finding>) {
     }
     let valid = t.outcomes.get("ok").copied().unwrap_or(0) as f64 / t.requests as f64;
     let success = valid + invalid as f64 / t.requests as f64;
+    // Where answers call tools, a broken answer is mostly a broken call, and the fix is where
+    // the call is run.
+    let tools = s.usage.as_ref().is_some_and(|u| u.tool_calls > 0);
+    let change = if tools {
+        "Check content before acting on it: parse each tool call's arguments against the tool's schema before running the tool, retry the model call when they do not parse or the stream ended before its finish, and count such answers as errors on dashboards."
+    } else {
+        "Check content (non-empty, parseable, a stream that reached its end) before returning or caching an answer, and count such answers as errors on dashboards."
+    };
     push(
         out,
         "empty_answers",
@@ -367,7 +377,7 @@ fn empty_answers(s: &Summary, out: &mut Vec<Finding>) {
             pct(success),
             pct(valid)
         ),
-        "Check content (non-empty, parseable, a stream that reached its end) before returning or caching an answer, and count such answers as errors on dashboards.",
+        change,
     );
 }
 

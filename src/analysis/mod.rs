@@ -24,6 +24,7 @@ pub mod stampede;
 pub mod story;
 pub mod summary;
 pub mod sweep;
+pub mod usage;
 
 pub use data::RunData;
 pub use series::Series;
@@ -83,6 +84,7 @@ fn summarise(data: &RunData) -> Summary {
         .then(|| retry::analyse(&data.samples, &data.attempts, &spans(&s), t0, s.declared_max_retries))
         .flatten();
     s.stampede = own_attempts.then(|| stampede::analyse(&data.expiries(), &data.samples, &data.attempts, t0)).flatten();
+    s.usage = own_attempts.then(|| usage::analyse(&data.samples, &data.attempts, s.generator.reads_usage)).flatten();
     s.recovery = run_recovery(&s, &data.samples);
     s.verify = capacity::verification(&s, &data.samples);
     s.probe = capacity::probe(&s, &data.samples);

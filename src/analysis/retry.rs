@@ -93,6 +93,14 @@ pub struct RetryAnalysis {
     pub orphan_attempts: u64,
     /// Retries by the layer that said so.
     pub by_layer: ByLayer,
+    /// Attempts that carried an `Idempotency-Key` (the official SDKs leave it unset by
+    /// default; some clients and gateways send one).
+    #[serde(default)]
+    pub with_idempotency_key: u64,
+    /// Of the attempts without a request id, those joined to their request by the
+    /// `Idempotency-Key` another of its attempts carried with the id.
+    #[serde(default)]
+    pub joined_by_idempotency_key: u64,
     /// Share of failed attempts, p: error statuses, hangs, resets, outages, and attempts the
     /// client cut off before the answer ended.
     pub failure_rate: f64,
@@ -154,6 +162,11 @@ struct Scope<'a> {
     unmatched: u64,
     /// Attempts carrying any id.
     with_id: u64,
+    /// Attempts carrying an `Idempotency-Key`.
+    with_key: u64,
+    /// Attempts without a request id joined to one by their `Idempotency-Key` (another
+    /// attempt with the same key carried the id).
+    joined_by_key: u64,
 }
 
 impl<'a> Scope<'a> {
@@ -167,9 +180,19 @@ impl<'a> Scope<'a> {
             unjoined: Vec::new(),
             unmatched: 0,
             with_id: 0,
+            with_key: 0,
+            joined_by_key: 0,
         };
+        // A SUT that forwards the client's Idempotency-Key but not its request id still ties
+        // each retry to the attempt that did carry the id.
+        let by_key: HashMap<&str, u64> =
+            attempts.iter().filter_map(|a| Some((a.idempotency_key.as_deref()?, a.id()?))).collect();
         for a in attempts {
-            match a.id() {
+            let key = a.idempotency_key.as_deref();
+            scope.with_key += u64::from(key.is_some());
+            let by_key = if a.id().is_none() { key.and_then(|k| by_key.get(k).copied()) } else { None };
+            scope.joined_by_key += u64::from(by_key.is_some());
+            match a.id().or(by_key) {
                 Some(id) => {
                     scope.with_id += 1;
                     match all.get(&id) {
@@ -365,6 +388,8 @@ pub fn analyse(
         non_retryable_retries: non_retryable,
         orphan_attempts: orphans,
         by_layer,
+        with_idempotency_key: scope.with_key,
+        joined_by_idempotency_key: scope.joined_by_key,
         failure_rate: round(p),
         max_retries: n,
         max_retries_source: source.into(),
@@ -397,6 +422,29 @@ mod tests {
             retry_after_ms,
             ..Attempt::served("primary", t_us)
         }
+    }
+
+    #[test]
+    fn retries_that_lost_the_request_id_are_joined_by_their_idempotency_key() {
+        // Request 1's first attempt carries its id and key; the SUT's two retries keep the key
+        // but drop the id. Request 2 has neither on its retry: that one stays unjoined.
+        let keyed = |id: Option<u64>, t: u64, status: u16| Attempt {
+            request_id: id.map(|i| format!("r{i}")),
+            idempotency_key: Some("k-1".into()),
+            ..attempt(0, t, status, None)
+        };
+        let attempts = vec![
+            keyed(Some(1), 0, 500),
+            keyed(None, 100_000, 500),
+            keyed(None, 200_000, 200),
+            attempt(2, 0, 500, None),
+            Attempt { request_id: None, ..attempt(2, 100_000, 200, None) },
+        ];
+        let samples = vec![sample(1, 0, 300_000), sample(2, 0, 300_000)];
+        let r = analyse(&samples, &attempts, &whole("p"), 0, None).unwrap();
+        assert_eq!((r.with_idempotency_key, r.joined_by_idempotency_key), (3, 2));
+        assert_eq!(r.attempts_histogram["3"], 1, "request 1: all three attempts");
+        assert_eq!(r.attempts_histogram["1"], 1, "request 2: only the attempt with its id");
     }
 
     #[test]

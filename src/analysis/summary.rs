@@ -272,6 +272,10 @@ pub struct GeneratorSummary {
     /// stampede, failover); the merged run has them.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub shared_mock: bool,
+    /// The generator read the usage each answer reported (run folders from before it did, and
+    /// simulated runs, have no usage to compare: their answers are not "without usage").
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub reads_usage: bool,
 }
 
 fn one() -> u32 {
@@ -340,6 +344,9 @@ pub struct Summary {
     /// Stampedes at correlated TTL expiry, when the scenario has any.
     #[serde(default)]
     pub stampede: Option<StampedeAnalysis>,
+    /// The usage the SUT reported against what the upstreams processed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<super::usage::UsageAnalysis>,
     /// Recovery after each fault window that ended during the run.
     #[serde(default)]
     pub recovery: Vec<Recovery>,
@@ -505,6 +512,7 @@ impl Summary {
                 late_start_ms: 0.0,
                 shard: None,
                 shared_mock: false,
+                reads_usage: false,
             },
             upstreams: id.upstreams,
             faults: id.faults,
@@ -513,6 +521,7 @@ impl Summary {
             sweep: None,
             retry: None,
             stampede: None,
+            usage: None,
             recovery: Vec::new(),
             failover: Vec::new(),
             variant: id.variant,

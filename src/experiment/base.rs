@@ -213,6 +213,7 @@ pub(super) fn measured(id: RunIdentity, m: &Measured<'_>) -> Summary {
             late_start_ms: m.late_start_ms,
             shard: m.shard.map(|s| s.to_string()),
             shared_mock: m.shared_mock,
+            reads_usage: true,
         },
         ..Summary::empty(id)
     }

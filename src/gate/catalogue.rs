@@ -374,6 +374,12 @@ pub const METRICS: &[Metric] = &[
     whole("retry.orphan_attempts", "upstream attempts after the client was done", Higher, STRICT, |s| {
         s.retry.as_ref().map(|r| r.orphan_attempts as f64)
     }),
+    whole("usage.missing", "usable answers that reported no usage (the upstream's was known)", Higher, STRICT, |s| {
+        s.usage.as_ref().map(|u| u.missing as f64)
+    }),
+    whole("usage.mismatched", "usable answers whose reported usage differs from the upstream's", Higher, STRICT, |s| {
+        s.usage.as_ref().map(|u| u.mismatched as f64)
+    }),
     whole(
         "recovery.seconds",
         "seconds to recover after a fault window (the slowest; did not recover fails)",

@@ -10,6 +10,7 @@ use crate::markup::{code, text};
 
 mod capacity;
 mod resilience;
+mod usage;
 mod whatif;
 
 use capacity::{capacity, conditions, probe, verification};
@@ -31,6 +32,7 @@ pub fn document(s: &Summary, verdict: Option<&Verdict>, charts: &[String]) -> Do
     recovery(&mut d, s);
     retries(&mut d, s, charts);
     stampedes(&mut d, s);
+    usage::usage(&mut d, s);
     failover(&mut d, s, charts);
     capacity(&mut d, s, charts);
     conditions(&mut d, s);

@@ -207,6 +207,21 @@ pub fn headlines(s: &Summary) -> Vec<String> {
         }
         out.push(line);
     }
+    if let Some(u) = s.usage.as_ref().filter(|u| u.upstream.output > 0) {
+        let mut line = format!(
+            "Tokens at the upstreams: {} in ({} cached), {} out",
+            u.upstream.input, u.upstream.cached, u.upstream.output
+        );
+        if u.missing + u.mismatched > 0 {
+            line.push_str(&format!(
+                "; **the SUT's usage was missing on {} and wrong on {} of {} answers**",
+                u.missing, u.mismatched, u.compared
+            ));
+        } else if u.compared > 0 {
+            line.push_str(&format!("; the SUT's usage matched on all {} answers", u.compared));
+        }
+        out.push(line);
+    }
     if let Some(st) = &s.stampede {
         out.push(format!(
             "Cache stampede: at most **{}** upstream fetches for one key after a TTL expiry (ideal 1)",

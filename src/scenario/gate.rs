@@ -34,6 +34,8 @@ pub const METRIC_NAMES: &[(&str, bool)] = &[
     ("retry.retry_after_violations", false),
     ("retry.non_retryable_retries", false),
     ("retry.orphan_attempts", false),
+    ("usage.missing", false),
+    ("usage.mismatched", false),
     ("recovery.seconds", false),
     ("failover.seconds", false),
     ("in_flight.max", false),

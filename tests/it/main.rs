@@ -38,4 +38,5 @@ mod schema;
 mod urls;
 mod variants;
 mod whatif;
+mod wire_load;
 mod workers;

@@ -526,3 +526,17 @@ async fn quirks_duplicate_frames_null_choices_and_drop_the_usage_chunk() {
     let text = chat(QuirkMode::NoUsageChunk).await;
     assert!(text.ends_with("data: [DONE]\n\n") && !text.contains("\"usage\":{"), "{text}");
 }
+
+#[tokio::test]
+async fn a_tool_call_fault_applies_at_its_probability() {
+    let fault = Fault::tool_call(ToolCallMode::InvalidArguments).probability(0.2);
+    let mock = common::mock_with(tools_profile(0.5, 1), vec![fault]).await;
+    for i in 0..300 {
+        let body =
+            json!({"model": "m", "messages": [{"role": "user", "content": format!("q{i}")}], "tools": chat_tools()});
+        post(&mock, "/v1/chat/completions", &body, &[]).await;
+    }
+    let hit = mock.attempts().iter().filter(|a| a.decision == Decision::ToolCall).count();
+    // Binomial(300, 0.2): mean 60, sd 6.9; ±4 sd.
+    assert!((33..=87).contains(&hit), "{hit} of 300");
+}

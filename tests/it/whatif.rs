@@ -215,7 +215,7 @@ fn both_refuse(run: &Path, says: &[&str], case: &str) {
 type Damage = fn(&Path);
 
 /// A folder without a log its summary counts (its attempts once re-analysed as A 0 while the
-/// totals still counted 1160 attempts, so amplification gates passed) is damaged for report
+/// totals still counted 1161 attempts, so amplification gates passed) is damaged for report
 /// and whatif alike: exit 2, the file named, nothing rewritten and no whatif.json.
 #[test]
 fn a_folder_missing_a_log_its_summary_counts_is_refused_and_left_alone() {
@@ -224,7 +224,7 @@ fn a_folder_missing_a_log_its_summary_counts_is_refused_and_left_alone() {
         (
             "attempts gone",
             |d| std::fs::remove_file(d.join("attempts.ndjson")).unwrap(),
-            &["attempts.ndjson: missing, but summary.json counts 1160 upstream attempts"],
+            &["attempts.ndjson: missing, but summary.json counts 1161 upstream attempts"],
         ),
         ("windows gone", |d| std::fs::remove_file(d.join("windows.ndjson")).unwrap(), &["windows.ndjson: missing"]),
         ("samples gone", |d| std::fs::remove_file(d.join("samples.ndjson")).unwrap(), &["samples.ndjson: missing"]),
@@ -235,7 +235,7 @@ fn a_folder_missing_a_log_its_summary_counts_is_refused_and_left_alone() {
                 let kept: Vec<&str> = text.lines().take(700).collect();
                 std::fs::write(d.join("attempts.ndjson"), kept.join("\n") + "\n").unwrap();
             },
-            &["attempts.ndjson: 700 lines, but summary.json counts 1160"],
+            &["attempts.ndjson: 700 lines, but summary.json counts 1161"],
         ),
     ];
     for (n, (case, damage, says)) in cases.into_iter().enumerate() {
@@ -333,7 +333,7 @@ fn a_summary_that_disagrees_with_its_plan_is_refused_naming_the_field() {
                 edit_json(d, "summary.json", |v| v["duration_s"] = 1.5e8.into());
                 edit_last_line(d, "samples.ndjson", "done_us", 290_000_000_000_000u64.into());
             },
-            &["summary.json", "load_start_us + duration_s = 150000000323578: the load ends between its start"],
+            &["summary.json", "load_start_us + duration_s = 150000000315271: the load ends between its start"],
         ),
         (
             "a length of 1.5e8 s and a window at 2.9e8 s",
@@ -341,7 +341,7 @@ fn a_summary_that_disagrees_with_its_plan_is_refused_naming_the_field() {
                 edit_json(d, "summary.json", |v| v["duration_s"] = 1.5e8.into());
                 edit_last_line(d, "windows.ndjson", "t_s", 290_000_000u64.into());
             },
-            &["summary.json", "load_start_us + duration_s = 150000000323578"],
+            &["summary.json", "load_start_us + duration_s = 150000000315271"],
         ),
         (
             "a stage at 1e300 s lasting 1e300 s",

@@ -46,6 +46,8 @@ struct Setup {
     deadline_ms: Option<f64>,
     retries: Option<u32>,
     ceiling: Option<Ceiling>,
+    /// Answers called tools: a broken answer is mostly a broken call.
+    tool_calls: bool,
 }
 
 /// The most the provider could answer in a phase: its slots over the time an attempt held
@@ -77,6 +79,7 @@ impl Setup {
             })
         });
         Setup {
+            tool_calls: s.usage.as_ref().is_some_and(|u| u.tool_calls > 0),
             objective_ms: o.latency_ms,
             target: o.target,
             upstreams: s.upstreams.len(),
@@ -172,6 +175,7 @@ impl Setup {
             "error" | "connect_error" => {
                 format!("The provider's failures reached users: retry once with backoff within the deadline, or {}.", self.elsewhere())
             }
+            "invalid" if self.tool_calls => "Check tool calls before running them: parse the arguments against the tool's schema, and retry the model call when they do not parse or the stream ended before its finish.".to_string(),
             "invalid" => {
                 "Check content before returning or caching it (non-empty, parseable, a stream that reached its end)."
                     .to_string()
@@ -340,7 +344,16 @@ mod tests {
             deadline_ms: None,
             retries: Some(3),
             ceiling: None,
+            tool_calls: false,
         }
+    }
+
+    #[test]
+    fn broken_answers_that_called_tools_are_fixed_where_the_call_is_run() {
+        let plain = hardened().change_for("invalid");
+        assert!(plain.starts_with("Check content before returning"), "{plain}");
+        let tools = Setup { tool_calls: true, ..hardened() }.change_for("invalid");
+        assert!(tools.contains("parse the arguments against the tool's schema"), "{tools}");
     }
 
     #[test]

@@ -80,6 +80,10 @@ pub(super) fn retries(d: &mut Doc, s: &Summary, charts: &[String]) {
                 format!("{} / {} / {}", r.by_layer.gateway, r.by_layer.sdk, r.by_layer.envoy),
             ],
             vec![
+                "attempts with an Idempotency-Key; joined to their request by it".into(),
+                format!("{}; {}", r.with_idempotency_key, r.joined_by_idempotency_key),
+            ],
+            vec![
                 "reference E[A] = (1 − p^(N+1)) / (1 − p)".into(),
                 format!(
                     "{}× (p = {} of attempts failed or were cut off, N = {} {}): A well below this means budgeted retries",
