@@ -13,7 +13,7 @@ scale="${1:-0.25}"
 shift || true
 names=("$@")
 if [ ${#names[@]} -eq 0 ]; then
-  names=(slow-upstream retry-storm 429-storm hung-upstream ttl-stampede provider-outage empty-200 gradual-degradation)
+  names=(slow-upstream retry-storm 429-storm hung-upstream ttl-stampede provider-outage empty-200 gradual-degradation agent-tools)
 fi
 cargo build --release --quiet --bin chaos
 out="$(mktemp -d)"
