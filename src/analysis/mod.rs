@@ -19,6 +19,7 @@ pub mod recorder;
 pub mod recovery;
 pub mod retry;
 pub mod series;
+pub mod sessions;
 pub mod slo;
 pub mod stampede;
 pub mod story;
@@ -85,6 +86,7 @@ fn summarise(data: &RunData) -> Summary {
         .flatten();
     s.stampede = own_attempts.then(|| stampede::analyse(&data.expiries(), &data.samples, &data.attempts, t0)).flatten();
     s.usage = own_attempts.then(|| usage::analyse(&data.samples, &data.attempts, s.generator.reads_usage)).flatten();
+    s.sessions = sessions::analyse(&data.samples, if own_attempts { &data.attempts } else { &[] });
     s.recovery = run_recovery(&s, &data.samples);
     s.verify = capacity::verification(&s, &data.samples);
     s.probe = capacity::probe(&s, &data.samples);

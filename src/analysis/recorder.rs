@@ -354,6 +354,7 @@ mod tests {
                 level,
                 group: None,
                 part: None,
+                trace: None,
             },
             Stage {
                 name: "step-1".into(),
@@ -364,6 +365,7 @@ mod tests {
                 level,
                 group: None,
                 part: None,
+                trace: None,
             },
         ]
     }

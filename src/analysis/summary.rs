@@ -347,6 +347,9 @@ pub struct Summary {
     /// The usage the SUT reported against what the upstreams processed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<super::usage::UsageAnalysis>,
+    /// Sessions as tasks (`[load.session]`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sessions: Option<super::sessions::SessionAnalysis>,
     /// Recovery after each fault window that ended during the run.
     #[serde(default)]
     pub recovery: Vec<Recovery>,
@@ -522,6 +525,7 @@ impl Summary {
             retry: None,
             stampede: None,
             usage: None,
+            sessions: None,
             recovery: Vec::new(),
             failover: Vec::new(),
             variant: id.variant,

@@ -81,6 +81,7 @@ fn stage(
         level,
         group: Some(group.into()),
         part: Some(part),
+        trace: None,
     }
 }
 

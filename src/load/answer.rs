@@ -29,6 +29,8 @@ pub(super) struct Reading {
     pub outcome: Option<Outcome>,
     /// Tool calls in the answer.
     pub tool_calls: u32,
+    /// Each call's name and arguments (an agent session sends them back with results).
+    pub calls: Vec<(String, String)>,
     /// The usage the answer reported.
     pub usage: Option<Usage>,
 }
@@ -120,6 +122,7 @@ pub(super) async fn read(
             Some(w) => {
                 (reading.tokens, reading.outcome) = judge(&w.text, &w.calls, offered);
                 reading.tool_calls = w.calls.len() as u32;
+                reading.calls = w.calls.pairs();
                 reading.usage = w.usage;
             }
             None => reading.outcome = Some(Outcome::Invalid),
@@ -132,6 +135,7 @@ pub(super) async fn read(
 /// carried content or sound tool calls.
 fn judge_stream(reading: &mut Reading, sse: &Sse, offered: Option<&[String]>) {
     reading.tool_calls = sse.calls.len() as u32;
+    reading.calls = sse.calls.pairs();
     reading.usage = sse.usage;
     let unusable =
         if sse.calls.len() > 0 { sse.calls.broken(offered.unwrap_or_default()).is_some() } else { reading.tokens == 0 };

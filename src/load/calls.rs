@@ -38,6 +38,11 @@ impl Calls {
         }
     }
 
+    /// Each call's name and arguments, in arrival order.
+    pub(super) fn pairs(&self) -> Vec<(String, String)> {
+        self.calls.iter().map(|(_, name, args)| (name.clone(), args.clone())).collect()
+    }
+
     /// How many calls.
     pub(super) fn len(&self) -> usize {
         self.calls.len()

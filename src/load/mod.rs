@@ -15,8 +15,11 @@
 
 mod answer;
 mod calls;
+mod conversation;
 pub mod prompts;
+mod replay;
 pub mod schedule;
+mod session;
 mod sse;
 mod user;
 mod whole;
@@ -53,6 +56,14 @@ pub enum LoadError {
     /// Goose refused the configuration or failed.
     #[error("load generator: {0}")]
     Goose(String),
+    /// A trace the load replays could not be read again.
+    #[error("load trace {file}: {reason}")]
+    Trace {
+        /// The file.
+        file: String,
+        /// Why.
+        reason: String,
+    },
     /// The target and endpoint do not make a URL.
     #[error("load target {0}: not an http:// URL")]
     Target(String),
@@ -175,6 +186,8 @@ struct Shared {
     lost: AtomicU64,
     finished: AtomicBool,
     seed: u64,
+    /// The system prompt sessions start with (empty without `[load.session]`).
+    system: String,
 }
 
 /// One attack at a time per process: goose's killswitch is a global.
@@ -202,7 +215,12 @@ pub async fn run(
     stop: watch::Receiver<bool>,
 ) -> Result<LoadReport, LoadError> {
     let headers = expand_headers(&cfg.load)?;
+    let mut cfg = cfg;
+    for t in &mut cfg.load.traces {
+        t.reload().map_err(|reason| LoadError::Trace { file: t.file.display().to_string(), reason })?;
+    }
     let mut schedule = Schedule::new(&cfg.load.stages, cfg.t0_us, cfg.seed, cfg.max_requests)
+        .replaying(&cfg.load.traces, cfg.seed)
         .starting_at_id(cfg.first_id)
         .sharded(cfg.shard)
         .skipping_before(cfg.skip_before_us);
@@ -214,7 +232,12 @@ pub async fn run(
     }
     let schedule = Arc::new(schedule);
     let timeout = cfg.load.timeout.as_std();
-    let users = cfg.load.max_users.map_or_else(|| schedule.users_needed(|r| open_users(r, timeout)), |u| u as usize);
+    // A session holds its user for all its steps.
+    let per_arrival = cfg.load.session.as_ref().map_or(1.0, |s| f64::from(s.steps()));
+    let users = cfg
+        .load
+        .max_users
+        .map_or_else(|| schedule.users_needed(|r| open_users(r * per_arrival, timeout)), |u| u as usize);
     let shared = Arc::new(Shared {
         client: Client::new(&cfg.target, &cfg.load.endpoint)?,
         schedule: schedule.clone(),
@@ -227,6 +250,7 @@ pub async fn run(
         lost: AtomicU64::new(0),
         finished: AtomicBool::new(false),
         seed: cfg.seed,
+        system: cfg.load.session.as_ref().map(|s| session::system_prompt(cfg.seed, s)).unwrap_or_default(),
     });
 
     // Hold every user until a little after the plan ends; the schedule ends the attack sooner.

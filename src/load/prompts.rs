@@ -109,7 +109,7 @@ impl Prompts {
 }
 
 /// Adds `tools` and `tool_choice` to a request body, in the shape of its API.
-fn offer_tools(v: &mut serde_json::Value, api: Api, tools: &LoadTools) {
+pub(super) fn offer_tools(v: &mut serde_json::Value, api: Api, tools: &LoadTools) {
     use serde_json::json;
     let schema = json!({"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]});
     let offered: Vec<serde_json::Value> = tools

@@ -22,6 +22,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use rand_distr::{Distribution as _, Exp};
 
 use crate::record::Shard;
+use crate::scenario::trace::{self, Trace, TracePlay};
 use crate::scenario::{Arrival, LoadLevel, Stage};
 use crate::seed::{DecisionRng, rng_for, stream_key};
 
@@ -36,6 +37,8 @@ pub enum Ticket {
         stage: u16,
         /// Intended send time, µs on the run clock.
         intended_us: u64,
+        /// A trace stage's arrival: the trace row it replays.
+        row: Option<u32>,
     },
     /// Nothing to do until `until_us` (then ask again).
     Wait {
@@ -52,6 +55,7 @@ struct Planned {
     start_us: u64,
     end_us: u64,
     level: LoadLevel,
+    trace: Option<TracePlay>,
 }
 
 /// The open-load arrival sequence of one stage.
@@ -68,6 +72,8 @@ struct Arrivals {
     gap_us: f64,
     /// Fractional µs carried between constant gaps, so long stages do not drift.
     carry: f64,
+    /// A trace stage's arrivals (offsets from the stage start, and rows), in time order.
+    replay: Option<(u64, Arc<[trace::Planned]>)>,
 }
 
 impl Arrivals {
@@ -87,6 +93,7 @@ impl Arrivals {
             exp,
             gap_us,
             carry: 0.0,
+            replay: None,
         };
         if a.exp.is_some() {
             // A Poisson process's first arrival is one gap in, like every other.
@@ -109,8 +116,23 @@ impl Arrivals {
         }
     }
 
+    /// The same stage replaying `plan` (offsets from `start_us`) instead of a rate.
+    fn replaying(mut self, start_us: u64, plan: Arc<[trace::Planned]>) -> Self {
+        self.next_us = plan.first().map_or(u64::MAX, |p| start_us.saturating_add(p.at_us));
+        self.replay = Some((start_us, plan));
+        self
+    }
+
+    /// The trace row of the arrival at `next_us`, for a trace stage.
+    fn row(&self) -> Option<u32> {
+        self.replay.as_ref().and_then(|(_, plan)| plan.get(self.index as usize)).map(|p| p.row)
+    }
+
     fn advance(&mut self) {
-        if self.gap_us.is_finite() {
+        if let Some((start, plan)) = &self.replay {
+            self.index += 1;
+            self.next_us = plan.get(self.index as usize).map_or(u64::MAX, |p| start.saturating_add(p.at_us));
+        } else if self.gap_us.is_finite() {
             let gap = self.gap();
             self.next_us = self.next_us.saturating_add(gap);
             self.index += 1;
@@ -140,6 +162,8 @@ pub struct Schedule {
     arrivals: Vec<Mutex<Arrivals>>,
     closed_sent: Vec<AtomicU64>,
     next_id: AtomicU64,
+    /// Follow-up requests of sessions handed out by a shard (their ids are interleaved too).
+    follow_ups: AtomicU64,
     first_id: u64,
     max_requests: u64,
     /// No request is handed out from this instant on (µs on the run clock; `u64::MAX`: none).
@@ -180,7 +204,12 @@ impl Schedule {
         let us = |d: crate::duration::Duration| u64::try_from(d.as_std().as_micros()).unwrap_or(u64::MAX);
         let planned: Vec<Planned> = stages
             .iter()
-            .map(|s| Planned { start_us: t0_us + us(s.start), end_us: t0_us + us(s.end()), level: s.level })
+            .map(|s| Planned {
+                start_us: t0_us + us(s.start),
+                end_us: t0_us + us(s.end()),
+                level: s.level,
+                trace: s.trace,
+            })
             .collect();
         let arrivals = planned.iter().enumerate().map(|(i, p)| Mutex::new(Arrivals::new(seed, i, p))).collect();
         Self {
@@ -190,6 +219,7 @@ impl Schedule {
             stages: planned,
             arrivals,
             next_id: AtomicU64::new(0),
+            follow_ups: AtomicU64::new(0),
             first_id: 0,
             max_requests,
             cutoff: Arc::new(AtomicU64::new(u64::MAX)),
@@ -197,6 +227,20 @@ impl Schedule {
             skip_before_us: 0,
             counters: Arc::default(),
         }
+    }
+
+    /// The same schedule with its trace stages replaying `traces` (the load's), seeded with
+    /// `seed`: each arrival is a trace row at its scaled offset.
+    pub fn replaying(self, traces: &[Trace], seed: u64) -> Self {
+        for (i, p) in self.stages.iter().enumerate() {
+            let Some(play) = p.trace else { continue };
+            let Some(trace) = traces.get(usize::from(play.trace)) else { continue };
+            let plan: Arc<[trace::Planned]> = play.plan(trace, p.end_us - p.start_us, seed).into();
+            let mut a = self.arrivals[i].lock().unwrap_or_else(|e| e.into_inner());
+            let fresh = Arrivals::new(seed, i, p).replaying(p.start_us, plan);
+            *a = fresh;
+        }
+        self
     }
 
     /// The same schedule, counting what it sends into `counters` too.
@@ -304,6 +348,7 @@ impl Schedule {
         let stage = &self.stages[index];
         let shard = self.shard;
         let block = (index as u64) << 32;
+        let mut row = None;
         let (n, id, intended_us) = match stage.level {
             LoadLevel::Closed { users, .. } => {
                 if user as u64 >= shard.share(u64::from(users)) {
@@ -333,6 +378,7 @@ impl Schedule {
                     }
                 }
                 let (at, k) = (a.next_us, a.index);
+                row = a.row();
                 a.claimed += 1;
                 a.advance();
                 let n = self.next_id.fetch_add(1, Ordering::Relaxed);
@@ -342,7 +388,22 @@ impl Schedule {
         if n >= self.max_requests {
             return Ticket::Done;
         }
-        Ticket::Send { id, stage: index as u16, intended_us }
+        Ticket::Send { id, stage: index as u16, intended_us, row }
+    }
+
+    /// The id of a session's next request, started in `stage` (None: the request limit is
+    /// reached). A shard's are `stage << 32 | 1 << 31 | k`, interleaved like its closed ids.
+    pub fn follow_up(&self, stage: u16) -> Option<u64> {
+        let n = self.next_id.fetch_add(1, Ordering::Relaxed);
+        if n >= self.max_requests {
+            return None;
+        }
+        if !self.shard.is_partial() {
+            return Some(n);
+        }
+        let k =
+            self.follow_ups.fetch_add(1, Ordering::Relaxed) * u64::from(self.shard.count) + u64::from(self.shard.index);
+        Some(u64::from(stage) << 32 | 1 << 31 | k)
     }
 
     /// A request of stage `stage` is on the wire.
@@ -439,6 +500,7 @@ mod tests {
             level,
             group: None,
             part: None,
+            trace: None,
         }
     }
 
@@ -465,7 +527,7 @@ mod tests {
         let cutoff = Arc::new(AtomicU64::new(u64::MAX));
         let s = Schedule::new(&stages, 0, 1, u64::MAX).starting_at_id(500).with_cutoff(cutoff.clone());
         assert!(matches!(s.next(0, 1_500_000), Ticket::Wait { until_us: 3_000_000 }), "in the gap: wait for `next`");
-        assert!(matches!(s.next(0, 3_000_000), Ticket::Send { id: 500, stage: 1, intended_us: 3_000_000 }));
+        assert!(matches!(s.next(0, 3_000_000), Ticket::Send { id: 500, stage: 1, intended_us: 3_000_000, row: None }));
         assert!(matches!(s.next(0, 3_100_000), Ticket::Send { id: 501, stage: 1, .. }));
         assert_eq!(s.issued(), 2, "issued counts this segment only");
         cutoff.store(3_200_000, Ordering::Relaxed);
@@ -569,7 +631,7 @@ mod tests {
         let mut now = 0;
         loop {
             match s.next(0, now) {
-                Ticket::Send { id, stage, intended_us } => {
+                Ticket::Send { id, stage, intended_us, .. } => {
                     out.push((id, stage, intended_us));
                     now = intended_us;
                 }

@@ -13,7 +13,7 @@ use super::{Api, Outcome, Sample, Shared, Ticket, answer};
 
 impl Shared {
     /// Sleeps until `us` on the run clock; false if the run was stopped first.
-    async fn sleep_until_us(&self, us: u64) -> bool {
+    pub(super) async fn sleep_until_us(&self, us: u64) -> bool {
         let mut stop = self.stop.clone();
         if *stop.borrow() {
             return false;
@@ -52,7 +52,7 @@ impl Shared {
                 // Wake at least every second, so a stop or a schedule change is seen.
                 self.sleep_until_us(until_us.min(now + 1_000_000)).await;
             }
-            Ticket::Send { id, stage, intended_us } => {
+            Ticket::Send { id, stage, intended_us, row } => {
                 // Idle users take arrivals ahead of time; sleep in steps of at most a second,
                 // so a plan cut short meanwhile (a probe cell answered early) sends nothing
                 // past its cut.
@@ -68,16 +68,13 @@ impl Shared {
                         return;
                     }
                 }
-                let mut stop = self.stop.clone();
-                self.schedule.begin(stage);
-                let sample = tokio::select! {
-                    s = self.request(id, stage, intended_us) => Some(s),
-                    _ = stop.wait_for(|s| *s) => None,
-                };
-                self.schedule.end();
-                let Some(sample) = sample else { return };
-                if self.sink.try_send(sample).is_err() {
-                    self.lost.fetch_add(1, Ordering::Relaxed);
+                if self.load.session.is_some() {
+                    self.session(id, stage, intended_us).await;
+                } else {
+                    let ask = self.ask(id, stage, row);
+                    if self.send(id, stage, intended_us, ask).await.is_none() {
+                        return;
+                    }
                 }
                 let think = self.schedule.think(stage);
                 if !think.is_zero() {
@@ -88,26 +85,98 @@ impl Shared {
         }
     }
 
-    /// One logical request, with the client's own retries.
-    async fn request(&self, id: u64, stage: u16, intended_us: u64) -> Sample {
-        let body = self.prompts.body(id);
+    /// What request `id` of `stage` sends: a trace row's, or a prompt of the prompt set.
+    fn ask(&self, id: u64, stage: u16, row: Option<u32>) -> Ask {
+        let trace = self.load.stages.get(usize::from(stage)).and_then(|s| s.trace);
+        let trace = trace.and_then(|p| self.load.traces.get(usize::from(p.trace)));
+        let replayed = row.zip(trace).and_then(|(r, t)| Some((r, t.rows.get(r as usize)?)));
+        match replayed {
+            Some((r, x)) => {
+                let marker = self.marker().then(|| format!(" [chaos:r{id}]"));
+                Ask {
+                    body: super::replay::body(&self.load, self.seed, r, x, marker.as_deref()),
+                    key: r,
+                    output_tokens: Some(x.output.max(1)),
+                    retries: 0,
+                }
+            }
+            None => {
+                Ask { body: self.prompts.body(id), key: self.prompts.pick(id) as u32, output_tokens: None, retries: 0 }
+            }
+        }
+    }
+
+    /// Whether ids ride in the prompt.
+    pub(super) fn marker(&self) -> bool {
+        matches!(self.load.request_id, crate::scenario::RequestIdMode::Prompt | crate::scenario::RequestIdMode::Both)
+    }
+
+    /// Sends one logical request, counted on the wire, and hands its sample to the sink;
+    /// returns it with the answer's tool calls (None: the run was stopped meanwhile).
+    pub(super) async fn send(
+        &self,
+        id: u64,
+        stage: u16,
+        intended_us: u64,
+        ask: Ask,
+    ) -> Option<(Sample, Vec<(String, String)>)> {
+        self.send_as(id, stage, intended_us, ask, |_| {}).await
+    }
+
+    /// [`Self::send`], letting `mark` fill in the sample's session fields before it goes.
+    pub(super) async fn send_as(
+        &self,
+        id: u64,
+        stage: u16,
+        intended_us: u64,
+        ask: Ask,
+        mark: impl FnOnce(&mut Sample),
+    ) -> Option<(Sample, Vec<(String, String)>)> {
+        let mut stop = self.stop.clone();
+        self.schedule.begin(stage);
+        let done = tokio::select! {
+            s = self.request(id, stage, intended_us, ask) => Some(s),
+            _ = stop.wait_for(|s| *s) => None,
+        };
+        self.schedule.end();
+        let (mut sample, calls) = done?;
+        mark(&mut sample);
+        if self.sink.try_send(sample.clone()).is_err() {
+            self.lost.fetch_add(1, Ordering::Relaxed);
+        }
+        Some((sample, calls))
+    }
+
+    /// One logical request, with the client's own retries and then the session's.
+    async fn request(&self, id: u64, stage: u16, intended_us: u64, ask: Ask) -> (Sample, Vec<(String, String)>) {
         let rid = HeaderValue::from_str(&format!("r{id}")).unwrap_or(HeaderValue::from_static("r"));
         let id_header = matches!(
             self.load.request_id,
             crate::scenario::RequestIdMode::Header | crate::scenario::RequestIdMode::Both
         );
         let sent_us = self.clock.now_us();
-        let mut attempt = 0u8;
+        let (mut attempt, mut client_retries, mut session_retries) = (0u8, 0u32, 0u32);
         loop {
             attempt = attempt.saturating_add(1);
-            let answer = self.attempt(&body, id_header.then(|| rid.clone())).await;
+            let answer = self.attempt(&ask, id_header.then(|| rid.clone())).await;
             let retry = &self.load.retry;
             let retryable = match answer.outcome {
                 Outcome::Timeout => retry.on_timeout,
                 Outcome::ConnectError => retry.on_connect_error,
                 _ => answer.status != 0 && retry.on_status.contains(&answer.status),
             };
-            if retryable && u32::from(attempt) <= retry.max_retries {
+            let usable = matches!(answer.outcome, Outcome::Ok | Outcome::Fallback);
+            let again = if retryable && client_retries < retry.max_retries {
+                client_retries += 1;
+                true
+            } else if !usable && session_retries < ask.retries {
+                // The harness's own layer: the step again, after the client's retries.
+                session_retries += 1;
+                true
+            } else {
+                false
+            };
+            if again {
                 let backoff = retry.backoff.as_ref().map_or(Duration::ZERO, |b| {
                     let ceiling = b
                         .base
@@ -126,13 +195,12 @@ impl Shared {
                     (true, Some(ra)) => backoff.max(ra),
                     _ => backoff,
                 };
-                if !self.sleep_until_us(self.clock.now_us() + wait.as_micros() as u64).await {
-                    // Stopped while backing off: report what the last attempt got.
-                } else {
+                if self.sleep_until_us(self.clock.now_us() + wait.as_micros() as u64).await {
                     continue;
                 }
+                // Stopped while backing off: report what the last attempt got.
             }
-            return Sample {
+            let sample = Sample {
                 id,
                 stage,
                 intended_us,
@@ -145,18 +213,20 @@ impl Shared {
                 attempts: attempt,
                 sut_attempts: answer.sut_attempts,
                 tokens: answer.tokens,
-                key: self.prompts.pick(id) as u32,
+                key: ask.key,
                 tool_calls: answer.tool_calls,
                 usage: answer.usage,
+                session: None,
             };
+            return (sample, answer.calls);
         }
     }
 
     /// One HTTP attempt, on the generator's own pooled HTTP/1.1 client (see [`Client`]).
-    async fn attempt(&self, body: &bytes::Bytes, rid: Option<HeaderValue>) -> Attempted {
+    async fn attempt(&self, ask: &Ask, rid: Option<HeaderValue>) -> Attempted {
         let fail = |outcome| Attempted { outcome, done: Instant::now(), ..Attempted::default() };
         let deadline = tokio::time::Instant::now() + self.load.timeout.as_std();
-        let mut req = hyper::Request::new(http_body_util::Full::new(body.clone()));
+        let mut req = hyper::Request::new(http_body_util::Full::new(ask.body.clone()));
         *req.method_mut() = hyper::Method::POST;
         *req.uri_mut() = self.client.uri.clone();
         let h = req.headers_mut();
@@ -164,6 +234,9 @@ impl Shared {
         h.insert(hyper::header::USER_AGENT, HeaderValue::from_static(concat!("chaos/", env!("CARGO_PKG_VERSION"))));
         if let Some(rid) = rid {
             h.insert("x-chaos-request-id", rid);
+        }
+        if let Some(n) = ask.output_tokens {
+            h.insert("x-chaos-output-tokens", HeaderValue::from(n));
         }
         if self.load.api == Api::Anthropic {
             h.insert("anthropic-version", HeaderValue::from_static("2023-06-01"));
@@ -198,9 +271,23 @@ impl Shared {
             sut_attempts,
             retry_after,
             tool_calls: reading.tool_calls,
+            calls: reading.calls,
             usage: reading.usage,
         }
     }
+}
+
+/// What one logical request sends.
+#[derive(Debug)]
+pub(super) struct Ask {
+    /// The JSON body.
+    pub(super) body: bytes::Bytes,
+    /// The prompt (or trace row) it asks, recorded as the sample's cache key.
+    pub(super) key: u32,
+    /// Output tokens asked for exactly (`x-chaos-output-tokens`): a trace row's length.
+    pub(super) output_tokens: Option<u32>,
+    /// The harness's retries of an unusable answer (a session's `retries`).
+    pub(super) retries: u32,
 }
 
 /// What one attempt got.
@@ -215,6 +302,7 @@ struct Attempted {
     sut_attempts: Option<u32>,
     retry_after: Option<Duration>,
     tool_calls: u32,
+    calls: Vec<(String, String)>,
     usage: Option<crate::record::Usage>,
 }
 
@@ -230,6 +318,7 @@ impl Default for Attempted {
             sut_attempts: None,
             retry_after: None,
             tool_calls: 0,
+            calls: Vec::new(),
             usage: None,
         }
     }

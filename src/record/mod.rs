@@ -17,7 +17,7 @@ mod window;
 pub use attempt::{Api, Attempt, Decision, parse_request_id};
 pub use event::{Event, EventKind};
 pub use observation::{Observation, ObservationKind};
-pub use sample::{Outcome, Sample, Usage, count_failed, count_served};
+pub use sample::{Outcome, Sample, SessionStep, TaskEnd, Usage, count_failed, count_served};
 pub use shard::{Shard, ShardFile, ShardRole, ShardStage};
 pub use stamp::{Stamp, Stamped};
 pub use window::{WindowLatency, WindowSummary};

@@ -141,6 +141,36 @@ pub struct Sample {
     /// The usage the final answer reported (None: it reported none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<Usage>,
+    /// A step of a session (`[load.session]`): which session, which step, and how the
+    /// session ended when this was its last step.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<SessionStep>,
+}
+
+/// Where a request sits in its session.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionStep {
+    /// The session: the id of its first request.
+    pub session: u64,
+    /// The step, from 0.
+    pub step: u8,
+    /// Set on the session's last step: how it ended (a session none of whose steps says
+    /// was cut by the end of the run, or by its request limit).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end: Option<TaskEnd>,
+}
+
+/// How a session (a conversation or an agent task) ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskEnd {
+    /// Every step got a usable answer and the task finished (the last turn was answered, or
+    /// the agent answered without a tool call).
+    Done,
+    /// A step got no usable answer after the harness's retries.
+    Failed,
+    /// The agent reached its step limit still calling tools.
+    Truncated,
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -168,6 +198,7 @@ impl Sample {
             key: 0,
             tool_calls: 0,
             usage: None,
+            session: None,
         }
     }
 

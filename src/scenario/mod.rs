@@ -14,6 +14,7 @@ pub mod schema;
 pub mod slo;
 pub mod sut;
 mod timeline;
+pub mod trace;
 mod upstreams;
 pub mod variant;
 pub mod workload;
@@ -382,7 +383,8 @@ impl Scenario {
             }
         }
         errors.extend(sut::limit_problems(&file.limits, &file.abort).located(src, ""));
-        let load = file.load.as_ref().map(workload::resolve);
+        let seed = file.seed.unwrap_or(DEFAULT_SEED);
+        let load = file.load.as_ref().map(|l| workload::resolve(l, read_traces(src, l, &mut errors), seed));
         let anchored = anchor_faults(src, &file.fault, load.as_ref(), &mut errors);
         let faults = check_faults(src, &anchored, &names, &mut errors);
         let (faults, triggers) = placement::place(src, faults, load.as_ref(), &mut errors);
@@ -398,7 +400,7 @@ impl Scenario {
             path: src.path.clone(),
             name: file.name,
             description: file.description,
-            seed: file.seed.unwrap_or(DEFAULT_SEED),
+            seed,
             repeat: file.repeat.unwrap_or(1),
             upstreams,
             faults,
@@ -510,4 +512,35 @@ impl Scenario {
         }
         self
     }
+}
+
+/// The traces a `[load]` replays, read and checked now, so a damaged trace is named before
+/// anything runs (a trace that cannot be read leaves its stages out, with the error kept).
+fn read_traces(src: &Source, load: &workload::LoadSection, errors: &mut Vec<ScenarioError>) -> Vec<trace::Trace> {
+    let mut out = Vec::new();
+    for (key, spec) in workload::trace_specs(load) {
+        let read = src.referenced(&format!("{key}.file"), &spec.file, "request trace").and_then(|path| {
+            trace::Trace::read(&path, spec.format).map_err(|e| {
+                src.invalid(
+                    &format!("{key}.file"),
+                    format!("{:?}: {e}", spec.file),
+                    format!(
+                        "a {} trace",
+                        serde_json::to_value(spec.format)
+                            .ok()
+                            .and_then(|v| v.as_str().map(String::from))
+                            .unwrap_or_default()
+                    ),
+                )
+            })
+        });
+        match read {
+            Ok(t) => out.push(t),
+            Err(e) => {
+                errors.push(e);
+                return out;
+            }
+        }
+    }
+    out
 }

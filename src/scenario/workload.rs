@@ -12,8 +12,10 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 mod plan;
+mod session;
 
-pub(crate) use plan::{problems, resolve};
+pub(crate) use plan::{problems, resolve, trace_specs};
+pub use session::{Session, SessionKind, SessionSpec};
 
 use super::Duration;
 
@@ -188,6 +190,8 @@ pub struct PhaseSpec {
     /// The start of the phase left out of its numbers (default 0), e.g. while the first
     /// connections open.
     pub warmup: Option<Duration>,
+    /// Replay a request trace: its arrivals, lengths and prefix blocks (instead of `rate`).
+    pub trace: Option<super::trace::TraceSpec>,
 }
 
 /// `[load.sweep]`: steps of rising load, for the knee and the safe limit.
@@ -198,6 +202,11 @@ pub struct SweepSpec {
     pub users: Option<Vec<u32>>,
     /// Open steps: requests per second per step.
     pub rates: Option<Vec<f64>>,
+    /// Trace steps: the trace (`trace`) played at each of these speeds, each step taking the
+    /// next `step × speed` of the trace from its window's start.
+    pub speeds: Option<Vec<f64>>,
+    /// The trace `speeds` plays (its `speed` and `rate` do not apply).
+    pub trace: Option<super::trace::TraceSpec>,
     /// How long each step lasts.
     pub step: Duration,
     /// The start of each step left out of its numbers (default 0).
@@ -295,6 +304,9 @@ pub struct LoadSection {
     /// How fallback answers are recognised.
     #[serde(default)]
     pub fallback: FallbackMatch,
+    /// Sessions: each closed user or open arrival runs a conversation or an agent task of
+    /// several requests instead of one request (default: single requests).
+    pub session: Option<SessionSpec>,
     /// Phases, in order.
     #[serde(default)]
     pub phase: Vec<PhaseSpec>,
@@ -408,6 +420,10 @@ pub struct Stage {
     pub group: Option<String>,
     /// What a verification or probe stage is for.
     pub part: Option<Part>,
+    /// A trace stage: which trace it replays and how (its `level` is open at the mean rate
+    /// it plays).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<super::trace::TracePlay>,
 }
 
 impl Stage {
@@ -446,6 +462,11 @@ pub struct Load {
     pub retry: ClientRetry,
     /// Fallback recognition.
     pub fallback: FallbackMatch,
+    /// Sessions (None: single requests).
+    pub session: Option<Session>,
+    /// The traces trace stages replay (`Stage::trace` indexes them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub traces: Vec<super::trace::Trace>,
     /// Every stage known before the run, in time order (verification and probe stages are
     /// laid out while it runs).
     pub stages: Vec<Stage>,

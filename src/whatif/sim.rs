@@ -428,6 +428,7 @@ impl Sim<'_> {
                 key: r.a.key,
                 tool_calls: 0,
                 usage: None,
+                session: None,
             })
             .collect();
         let names: Vec<Arc<str>> = self.providers.iter().map(|p| p.name.clone()).collect();

@@ -19,6 +19,7 @@ fn open_stage(rate: f64, secs: u64) -> Stage {
         level: LoadLevel::Open { rate, arrival: Arrival::Constant },
         group: None,
         part: None,
+        trace: None,
     }
 }
 
@@ -156,6 +157,7 @@ mod latency_tests {
             level: LoadLevel::Open { rate: 1.0, arrival: Arrival::Constant },
             group: None,
             part: None,
+            trace: None,
         };
         let mut rec = Recorder::new(std::slice::from_ref(&stage), 0);
         for i in 0..100u64 {

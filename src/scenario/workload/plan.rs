@@ -1,8 +1,9 @@
 //! A `[load]` section checked (phases, sweep, prompts, retries) and resolved into the run's
 //! stages on one timeline: phases in order, then the sweep's steps.
 
-use super::{Api, Duration, Load, LoadLevel, LoadSection, Probe, Stage, StageKind, Verify};
+use super::{Api, Arrival, Duration, Load, LoadLevel, LoadSection, Probe, Stage, StageKind, Verify};
 use crate::located::Problems;
+use crate::scenario::trace::{Trace, TracePlay, TraceSpec};
 
 /// Problems in a `[load]` section, as (key path, found, expected).
 pub(crate) fn problems(load: &LoadSection) -> Problems {
@@ -20,6 +21,9 @@ pub(crate) fn problems(load: &LoadSection) -> Problems {
     }
     if let Some(t) = &load.tools {
         tool_problems(t, &mut out);
+    }
+    if let Some(s) = &load.session {
+        s.problems(load.tools.is_some(), &mut out);
     }
     let r = &load.retry;
     if r.backoff.as_ref().is_some_and(|b| b.base > b.max) {
@@ -94,6 +98,21 @@ fn phase_problems(phases: &[super::PhaseSpec], out: &mut Problems) {
         if p.warmup.is_some_and(|w| w >= p.duration) {
             push(key("warmup"), p.warmup.unwrap_or_default().to_string(), "shorter than the phase");
         }
+        if let Some(t) = &p.trace {
+            if p.users.is_some() || p.rate.is_some() || p.arrival.is_some() || p.think_time.is_some() {
+                push(
+                    key("trace"),
+                    "a trace with users, rate, arrival or think_time".into(),
+                    "the trace alone: it sets arrivals (scale them with trace.speed or trace.rate)",
+                );
+            }
+            let mut inner = Problems::default();
+            t.problems(&key("trace"), &mut inner);
+            for pr in inner {
+                push(pr.key, pr.found, &pr.expected);
+            }
+            continue;
+        }
         match (p.users, p.rate) {
             (Some(_), Some(_)) => {
                 push(key("rate"), "both users and rate".into(), "users (closed load) or rate (open load)")
@@ -118,7 +137,29 @@ fn phase_problems(phases: &[super::PhaseSpec], out: &mut Problems) {
 /// `[load.sweep]`: rising steps of one load model, and its conditions once each.
 fn sweep_problems(s: &super::SweepSpec, out: &mut Problems) {
     let mut push = |k: String, found: String, expected: &str| out.push(k, found, expected);
+    if let Some(speeds) = &s.speeds {
+        if s.users.is_some() || s.rates.is_some() {
+            push("load.sweep.speeds".into(), "speeds with users or rates".into(), "one of users, rates or speeds");
+        } else if s.trace.is_none() {
+            push(
+                "load.sweep.trace".into(),
+                "speeds without a trace".into(),
+                "trace = { file = \"…\", format = \"…\" }",
+            );
+        } else if speeds.is_empty() || speeds.iter().any(|v| !(*v > 0.0 && v.is_finite())) {
+            push("load.sweep.speeds".into(), format!("{speeds:?}"), "at least one speed, each > 0");
+        } else if speeds.windows(2).any(|w| w[1] <= w[0]) {
+            push(
+                "load.sweep.speeds".into(),
+                format!("{speeds:?}"),
+                "speeds in strictly increasing order, e.g. [1, 2, 4]",
+            );
+        }
+    } else if s.trace.is_some() {
+        push("load.sweep.speeds".into(), "a trace without speeds".into(), "speeds = [1, 2, 4, 8]");
+    }
     match (&s.users, &s.rates) {
+        _ if s.speeds.is_some() => {}
         (Some(_), Some(_)) => {
             push("load.sweep.rates".into(), "both users and rates".into(), "users = [...] or rates = [...]")
         }
@@ -241,15 +282,50 @@ fn probe_problems(p: &super::ProbeSpec, has_sweep: bool, out: &mut Problems) {
     }
 }
 
+/// The trace specs of a `[load]`, with their key paths, in the order [`resolve`] takes the
+/// traces read from them: the phases', then the sweep's.
+pub(crate) fn trace_specs(load: &LoadSection) -> Vec<(String, &TraceSpec)> {
+    let phases =
+        load.phase.iter().enumerate().filter_map(|(i, p)| Some((format!("load.phase[{i}].trace"), p.trace.as_ref()?)));
+    let sweep = load.sweep.as_ref().and_then(|s| s.trace.as_ref()).map(|t| ("load.sweep.trace".to_string(), t));
+    phases.chain(sweep).collect()
+}
+
+/// How a phase plays its trace (`index` into the load's traces), and the open level of the
+/// mean rate it plays in `duration`.
+fn trace_level(spec: &TraceSpec, index: usize, trace: &Trace, duration: Duration, seed: u64) -> (LoadLevel, TracePlay) {
+    let us = |d: Duration| u64::try_from(d.as_std().as_micros()).unwrap_or(u64::MAX);
+    let window = spec.window.unwrap_or_default();
+    let play = TracePlay {
+        trace: u16::try_from(index).unwrap_or(u16::MAX),
+        speed: spec.speed.unwrap_or(1.0),
+        from_us: us(window.start),
+        span_us: window.duration.map_or(u64::MAX, us),
+        rate: spec.rate,
+    };
+    let rate = play.mean_rate(trace, us(duration), seed);
+    (LoadLevel::Open { rate, arrival: Arrival::Constant }, play)
+}
+
 /// Resolves a checked `[load]`: defaults, and stages laid end to end from the run start.
-pub(crate) fn resolve(load: &LoadSection) -> Load {
+/// `traces` are the files [`trace_specs`] names, read; `seed` the run's (a trace thinned to a
+/// rate plays the rows that seed picks).
+pub(crate) fn resolve(load: &LoadSection, traces: Vec<Trace>, seed: u64) -> Load {
     let api = load.api.unwrap_or_default();
     let mut stages = Vec::new();
     let mut at = Duration::ZERO;
+    let mut next_trace = 0;
     for p in &load.phase {
-        let level = match (p.users, p.rate) {
-            (Some(users), _) => LoadLevel::Closed { users, think: p.think_time.unwrap_or_default() },
-            (None, rate) => LoadLevel::Open { rate: rate.unwrap_or(0.0), arrival: p.arrival.unwrap_or_default() },
+        let mut trace = None;
+        let level = match (p.users, p.rate, &p.trace) {
+            (_, _, Some(spec)) if next_trace < traces.len() => {
+                let (level, play) = trace_level(spec, next_trace, &traces[next_trace], p.duration, seed);
+                next_trace += 1;
+                trace = Some(play);
+                level
+            }
+            (Some(users), _, _) => LoadLevel::Closed { users, think: p.think_time.unwrap_or_default() },
+            (None, rate, _) => LoadLevel::Open { rate: rate.unwrap_or(0.0), arrival: p.arrival.unwrap_or_default() },
         };
         let duration = p.duration;
         stages.push(Stage {
@@ -261,12 +337,14 @@ pub(crate) fn resolve(load: &LoadSection) -> Load {
             level,
             group: None,
             part: None,
+            trace,
         });
         at += duration;
     }
     let conditions = load.sweep.as_ref().and_then(|s| s.conditions.clone()).unwrap_or_default();
     if let Some(s) = &load.sweep {
-        sweep_stages(s, &conditions, &mut at, &mut stages);
+        let trace = s.trace.as_ref().zip(traces.get(next_trace)).map(|(spec, t)| (spec, next_trace, t));
+        sweep_stages(s, &conditions, trace, seed, &mut at, &mut stages);
     }
     let probe = load.probe.as_ref().map(|p| Probe {
         loads: p.loads.clone(),
@@ -300,6 +378,8 @@ pub(crate) fn resolve(load: &LoadSection) -> Load {
         prompts: load.prompts.clone(),
         retry: load.retry.clone(),
         fallback: load.fallback.clone(),
+        session: load.session.as_ref().map(super::SessionSpec::resolve),
+        traces,
         stages,
         conditions,
         verify: load.verify.as_ref().map(Verify::from_spec),
@@ -307,20 +387,48 @@ pub(crate) fn resolve(load: &LoadSection) -> Load {
     }
 }
 
-/// The sweep's steps, from `at` on: once, or once per condition.
-fn sweep_stages(s: &super::SweepSpec, conditions: &[String], at: &mut Duration, stages: &mut Vec<Stage>) {
-    let levels: Vec<LoadLevel> = match (&s.users, &s.rates) {
-        (Some(users), _) => users.iter().map(|&users| LoadLevel::Closed { users, think: Duration::ZERO }).collect(),
-        (None, Some(rates)) => {
-            rates.iter().map(|&rate| LoadLevel::Open { rate, arrival: s.arrival.unwrap_or_default() }).collect()
+/// The sweep's steps, from `at` on: once, or once per condition. A trace sweep's step at speed
+/// `v` plays the next `step × v` of the trace from its window's start.
+fn sweep_stages(
+    s: &super::SweepSpec,
+    conditions: &[String],
+    trace: Option<(&TraceSpec, usize, &Trace)>,
+    seed: u64,
+    at: &mut Duration,
+    stages: &mut Vec<Stage>,
+) {
+    let levels: Vec<(LoadLevel, Option<TracePlay>)> = match (&s.users, &s.rates, &s.speeds, trace) {
+        (_, _, Some(speeds), Some((spec, index, t))) => speeds
+            .iter()
+            .map(|&speed| {
+                let window = spec.window.unwrap_or_default();
+                let span = s.step.as_std().mul_f64(speed);
+                let spec = TraceSpec {
+                    speed: Some(speed),
+                    rate: None,
+                    window: Some(crate::scenario::trace::TraceWindow {
+                        start: window.start,
+                        duration: Some(Duration::from(window.duration.map_or(span, |d| d.as_std().min(span)))),
+                    }),
+                    ..spec.clone()
+                };
+                let (level, play) = trace_level(&spec, index, t, s.step, seed);
+                (level, Some(play))
+            })
+            .collect(),
+        (Some(users), _, _, _) => {
+            users.iter().map(|&users| (LoadLevel::Closed { users, think: Duration::ZERO }, None)).collect()
         }
-        (None, None) => Vec::new(),
+        (None, Some(rates), _, _) => {
+            rates.iter().map(|&rate| (LoadLevel::Open { rate, arrival: s.arrival.unwrap_or_default() }, None)).collect()
+        }
+        _ => Vec::new(),
     };
     // Without conditions, one sweep; with them, the whole sweep once per condition.
     let groups: Vec<Option<&String>> =
         if conditions.is_empty() { vec![None] } else { conditions.iter().map(Some).collect() };
     for group in groups {
-        for (i, level) in levels.iter().enumerate() {
+        for (i, (level, trace)) in levels.iter().enumerate() {
             let duration = s.step;
             stages.push(Stage {
                 name: group.map_or_else(|| format!("step-{}", i + 1), |c| format!("{c}/step-{}", i + 1)),
@@ -331,6 +439,7 @@ fn sweep_stages(s: &super::SweepSpec, conditions: &[String], at: &mut Duration, 
                 level: *level,
                 group: group.cloned(),
                 part: None,
+                trace: *trace,
             });
             *at += duration;
         }
