@@ -15,6 +15,7 @@ pub mod in_flight;
 pub mod interval;
 pub mod plan;
 pub mod policy_outcomes;
+pub mod prefix_cache;
 pub mod recorder;
 pub mod recovery;
 pub mod retry;
@@ -86,6 +87,7 @@ fn summarise(data: &RunData) -> Summary {
         .flatten();
     s.stampede = own_attempts.then(|| stampede::analyse(&data.expiries(), &data.samples, &data.attempts, t0)).flatten();
     s.usage = own_attempts.then(|| usage::analyse(&data.samples, &data.attempts, s.generator.reads_usage)).flatten();
+    s.prompt_cache = own_attempts.then(|| prefix_cache::analyse(&data.attempts, &data.expiries(), t0)).flatten();
     s.sessions = sessions::analyse(&data.samples, if own_attempts { &data.attempts } else { &[] });
     s.recovery = run_recovery(&s, &data.samples);
     s.verify = capacity::verification(&s, &data.samples);

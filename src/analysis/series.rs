@@ -31,6 +31,9 @@ pub struct Series {
     pub sut_in_flight: Vec<u64>,
     /// Attempts per second at each upstream, by upstream name.
     pub upstream_attempts: BTreeMap<String, Vec<u64>>,
+    /// The provider prompt cache's hit rate per second: (second, share of served attempts
+    /// that read a cached prefix); empty when nothing was ever cached.
+    pub prompt_cache_hits: Vec<(f64, f64)>,
 }
 
 impl Series {
@@ -53,6 +56,7 @@ impl Series {
             queued,
             sut_in_flight: client_concurrency(&data.samples, t0),
             upstream_attempts: super::recovery::upstream_series(&data.attempts, t0),
+            prompt_cache_hits: super::prefix_cache::series(&data.attempts, t0),
         }
     }
 }

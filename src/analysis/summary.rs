@@ -127,12 +127,34 @@ pub struct ScheduleSummary {
     pub achieved_send_rps: f64,
     /// 99th percentile of (sent − intended), ms.
     pub lag_p99_ms: f64,
+    /// Median of (sent − intended), ms.
+    #[serde(default)]
+    pub lag_p50_ms: f64,
+    /// Arrivals the schedule planned for this generator (a trace stage: its rows).
+    #[serde(default)]
+    pub planned: u64,
+    /// Requests sent more than 5 ms after their planned time.
+    #[serde(default)]
+    pub late: u64,
     /// Arrivals no user could take before the stage ended.
     pub dropped: u64,
     /// Most requests in flight at once.
     pub max_in_flight: u64,
     /// Generator users.
     pub users: u64,
+}
+
+/// How a stage replayed a trace.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct TraceReplay {
+    /// The trace file's name (no folder).
+    pub file: String,
+    /// Time scale it was played at.
+    pub speed: f64,
+    /// The window's start on the trace's clock, s.
+    pub from_s: f64,
+    /// The target mean rate it was thinned or superposed to, if any.
+    pub rate: Option<f64>,
 }
 
 /// One phase or sweep step.
@@ -209,6 +231,9 @@ pub struct StageSummary {
     pub client_attempts_per_request: Option<f64>,
     /// Open stages: how the schedule went.
     pub schedule: Option<ScheduleSummary>,
+    /// A trace stage: the trace it replayed and how.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<TraceReplay>,
     /// Whether the numbers describe a steady state.
     pub sustainability: Sustainability,
     /// Whether the stage had enough requests over a long enough measured part to measure
@@ -347,6 +372,9 @@ pub struct Summary {
     /// The usage the SUT reported against what the upstreams processed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<super::usage::UsageAnalysis>,
+    /// The provider's prompt cache as the attempts saw it, and its correlated expiries.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_cache: Option<super::prefix_cache::PromptCacheAnalysis>,
     /// Sessions as tasks (`[load.session]`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sessions: Option<super::sessions::SessionAnalysis>,
@@ -526,6 +554,7 @@ impl Summary {
             stampede: None,
             usage: None,
             sessions: None,
+            prompt_cache: None,
             recovery: Vec::new(),
             failover: Vec::new(),
             variant: id.variant,

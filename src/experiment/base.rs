@@ -182,7 +182,17 @@ pub(super) fn measured(id: RunIdentity, m: &Measured<'_>) -> Summary {
             }
             let measured_s = Duration::from_micros(spans[k].1 - spans[k].0).as_secs_f64();
             let sched = m.report.stages.get(k).copied().unwrap_or_default();
-            stage_summary(stage, rec, &sched, m.report.users as u64, per_stage[k], by_id[k], measured_s)
+            let mut st = stage_summary(stage, rec, &sched, m.report.users as u64, per_stage[k], by_id[k], measured_s);
+            st.trace = stage.trace.and_then(|p| {
+                let t = m.load.traces.get(usize::from(p.trace))?;
+                Some(crate::analysis::summary::TraceReplay {
+                    file: t.file.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default(),
+                    speed: p.speed,
+                    from_s: p.from_us as f64 / 1e6,
+                    rate: p.rate,
+                })
+            });
+            st
         })
         .collect();
     let requests = total.total();

@@ -380,6 +380,24 @@ pub const METRICS: &[Metric] = &[
     whole("usage.mismatched", "usable answers whose reported usage differs from the upstream's", Higher, STRICT, |s| {
         s.usage.as_ref().map(|u| u.mismatched as f64)
     }),
+    whole("session.success_rate", "share of finished sessions (conversations, agent tasks) whose every step got a usable answer", Lower, RATE, |s| {
+        s.sessions.as_ref().and_then(|x| x.success_rate)
+    }),
+    whole("session.latency_p95_ms", "95th percentile of a successful task's latency, first send to last byte (think and tool time included), ms", Higher, Relative, |s| {
+        s.sessions.as_ref().and_then(|x| x.latency_ms.as_ref()).map(|p| p.p95)
+    }),
+    whole("session.steps_mean", "model requests per finished task", Higher, Relative, |s| {
+        s.sessions.as_ref().and_then(|x| x.steps_mean)
+    }),
+    whole("session.harness_attempts_per_step", "the harness's own attempts per step (its client retries and step retries)", Higher, RATIO, |s| {
+        s.sessions.as_ref().and_then(|x| x.attempts.harness_per_step)
+    }),
+    whole("session.upstream_attempts_per_step", "upstream attempts per step, every layer multiplied", Higher, RATIO, |s| {
+        s.sessions.as_ref().and_then(|x| x.attempts.upstream_per_step)
+    }),
+    whole("session.tokens_per_task", "upstream tokens (input and output, every attempt) per finished task", Higher, Relative, |s| {
+        s.sessions.as_ref().and_then(|x| x.tokens_per_task)
+    }),
     whole(
         "recovery.seconds",
         "seconds to recover after a fault window (the slowest; did not recover fails)",

@@ -43,6 +43,7 @@ pub fn charts_for(series: &Series, s: &Summary) -> Vec<(String, Chart)> {
         ("attempts", over_time::attempts(s)),
         ("upstream-concurrency", over_time::concurrency(series, s, &frame)),
         ("upstream-share", over_time::upstream_share(series, &frame)),
+        ("prompt-cache", over_time::prompt_cache(series, &frame)),
     ];
     let mut out: Vec<(String, Chart)> =
         over_time.into_iter().filter_map(|(name, chart)| Some((name.to_string(), chart?))).collect();
@@ -403,6 +404,7 @@ mod tests {
             queued: vec![0, 1],
             sut_in_flight: vec![1, 1],
             upstream_attempts: Default::default(),
+            prompt_cache_hits: vec![(0.0, 0.5)],
         };
         let charts = charts_for(&series, &s);
         let ranges: Vec<Option<(f64, f64)>> = charts
@@ -551,6 +553,7 @@ mod tests {
             queued: vec![0, 1],
             sut_in_flight: vec![1, 1],
             upstream_attempts: [("a".to_string(), vec![1, 2]), ("b".to_string(), vec![2, 1])].into(),
+            prompt_cache_hits: vec![(0.0, 0.5)],
         };
         let charts = charts_for(&series, &s);
         let timed: Vec<&LineChart> = charts

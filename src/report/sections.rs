@@ -10,6 +10,7 @@ use crate::markup::{code, text};
 
 mod capacity;
 mod resilience;
+mod sessions;
 mod usage;
 mod whatif;
 
@@ -28,11 +29,14 @@ pub fn document(s: &Summary, verdict: Option<&Verdict>, charts: &[String]) -> Do
     what_ran(&mut d, s);
     timeline(&mut d, s);
     stages(&mut d, s, charts);
+    sessions::replay(&mut d, s);
+    sessions::sessions(&mut d, s);
     in_flight(&mut d, s, charts);
     recovery(&mut d, s);
     retries(&mut d, s, charts);
     stampedes(&mut d, s);
     usage::usage(&mut d, s);
+    sessions::prompt_cache(&mut d, s, charts);
     failover(&mut d, s, charts);
     capacity(&mut d, s, charts);
     conditions(&mut d, s);

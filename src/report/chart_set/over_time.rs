@@ -114,6 +114,22 @@ pub(super) fn amplification(series: &Series, f: &Frame) -> Option<Chart> {
     }))
 }
 
+/// The provider prompt cache's hit rate per second, when anything was ever cached.
+pub(super) fn prompt_cache(series: &Series, f: &Frame) -> Option<Chart> {
+    if series.prompt_cache_hits.is_empty() {
+        return None;
+    }
+    Some(Chart::Lines(LineChart {
+        max_gap: Some(1.5),
+        ..f.lines(
+            "Prompt cache: share of the upstream's served attempts that read a cached prefix, each second".into(),
+            "attempt time since load start (s)",
+            "hit rate",
+            vec![Line { name: "hit rate".into(), points: series.prompt_cache_hits.clone(), color: 2 }],
+        )
+    }))
+}
+
 /// Bars of upstream attempts per client request, when attempts were joined to requests.
 pub(super) fn attempts(s: &Summary) -> Option<Chart> {
     let r = s.retry.as_ref().filter(|r| r.joined)?;

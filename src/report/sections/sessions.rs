@@ -1,0 +1,192 @@
+//! The production-shaped load's sections: how well each replayed trace's schedule was kept,
+//! sessions judged as tasks (success, task latency, steps, attempts by layer, tokens, and
+//! concurrency against Little's law), and the provider prompt cache with its correlated
+//! expiries. Render only; every figure comes from the summary.
+
+use crate::analysis::Summary;
+use crate::analysis::sessions::SessionAnalysis;
+use crate::markup::code;
+use crate::report::doc::{Block, Doc};
+use crate::report::text::ms;
+
+fn header(cells: &[&str]) -> Vec<String> {
+    cells.iter().map(|h| (*h).to_string()).collect()
+}
+
+fn opt(v: Option<f64>) -> String {
+    v.map_or_else(|| "—".into(), |v| format!("{v}"))
+}
+
+fn pct(v: f64) -> String {
+    format!("{:.1} %", v * 100.0)
+}
+
+/// Each trace stage: its trace, and the schedule as planned against as kept.
+pub(in crate::report) fn replay(d: &mut Doc, s: &Summary) {
+    let rows: Vec<Vec<String>> = s
+        .stages
+        .iter()
+        .filter_map(|st| {
+            let t = st.trace.as_ref()?;
+            let sch = st.schedule.as_ref()?;
+            Some(vec![
+                code(&st.name),
+                format!(
+                    "{} from {} s at ×{}{}",
+                    code(&t.file),
+                    t.from_s,
+                    t.speed,
+                    t.rate.map_or_else(String::new, |r| format!(", thinned/superposed to {r} req/s"))
+                ),
+                sch.planned.to_string(),
+                st.requests.to_string(),
+                sch.dropped.to_string(),
+                sch.late.to_string(),
+                format!("{} / {}", sch.lag_p50_ms, sch.lag_p99_ms),
+            ])
+        })
+        .collect();
+    if rows.is_empty() {
+        return;
+    }
+    d.push(Block::Heading(2, "Trace replay: the schedule as kept".into()));
+    d.push(Block::Para(
+        "Each row of the trace was planned at its own offset (scaled by the speed) with its own input and output lengths. Lag is the send time against the planned time; `late` counts requests sent more than 5 ms after it, `dropped` arrivals no generator user could take before the stage ended. Requests exclude the stage's warm-up.".into(),
+    ));
+    d.push(Block::Table(
+        header(&["stage", "trace", "planned", "sent (measured)", "dropped", "late > 5 ms", "lag p50 / p99 ms"]),
+        rows,
+    ));
+}
+
+/// Sessions as tasks.
+pub(in crate::report) fn sessions(d: &mut Doc, s: &Summary) {
+    let Some(a) = &s.sessions else { return };
+    d.push(Block::Heading(2, "Sessions: tasks as their users saw them".into()));
+    d.push(Block::Para(summary_line(a)));
+    let l = &a.attempts;
+    let lat = a.latency_ms.as_ref();
+    d.push(Block::Table(
+        header(&["", "value"]),
+        vec![
+            vec![
+                "tasks started / finished / cut by the run's end".into(),
+                format!("{} / {} / {}", a.started, a.done + a.failed + a.truncated, a.unfinished),
+            ],
+            vec![
+                "succeeded / failed / hit the step limit".into(),
+                format!("{} / {} / {}", a.done, a.failed, a.truncated),
+            ],
+            vec!["success rate (of finished tasks)".into(), a.success_rate.map_or_else(|| "—".into(), pct)],
+            vec![
+                "task latency p50 / p95 / p99 ms, successful tasks".into(),
+                lat.map_or_else(|| "—".into(), |p| format!("{} / {} / {}", ms(p.p50), ms(p.p95), ms(p.p99))),
+            ],
+            vec!["steps per task: mean / most".into(), format!("{} / {}", opt(a.steps_mean), a.steps_max)],
+            vec!["harness attempts per step (client and step retries)".into(), opt(l.harness_per_step)],
+            vec!["upstream attempts per harness attempt (the SUT's layer)".into(), opt(l.sut_per_harness)],
+            vec!["upstream attempts per step (every layer)".into(), opt(l.upstream_per_step)],
+            vec![
+                "attempts per task: harness / upstream".into(),
+                format!("{} / {}", opt(l.harness_per_task), opt(l.upstream_per_task)),
+            ],
+            vec!["upstream tokens per task (every attempt)".into(), opt(a.tokens_per_task)],
+        ],
+    ));
+    if let Some(c) = &a.concurrency {
+        d.push(Block::Para(format!(
+            "Concurrency: {} sessions in flight on average, measured; Little's law gives {} ({} sessions/s × {} s mean duration of a finished session). They sent {} req/s, so each session in flight costs about {} req/s.",
+            c.measured,
+            c.little,
+            c.arrival_rate,
+            c.mean_duration_s,
+            c.request_rate,
+            if c.measured > 0.0 { format!("{:.2}", c.request_rate / c.measured) } else { "—".into() }
+        )));
+    }
+    let rows: Vec<Vec<String>> = a
+        .by_step
+        .iter()
+        .map(|r| {
+            vec![
+                (r.step + 1).to_string(),
+                r.requests.to_string(),
+                pct(r.usable_rate),
+                r.latency_p95_ms.map_or_else(|| "—".into(), ms),
+                r.harness_attempts.to_string(),
+                opt(r.upstream_attempts),
+            ]
+        })
+        .collect();
+    d.push(Block::Table(
+        header(&["step", "requests", "usable", "latency p95 ms", "harness attempts/step", "upstream attempts/step"]),
+        rows,
+    ));
+}
+
+/// One sentence: how the tasks went, and where the attempts multiplied.
+fn summary_line(a: &SessionAnalysis) -> String {
+    let finished = a.done + a.failed + a.truncated;
+    let mut out = format!(
+        "{} of {finished} finished tasks succeeded (every step a usable answer){}.",
+        a.done,
+        a.latency_ms.as_ref().map_or_else(String::new, |p| format!(", p95 task latency {} ms", ms(p.p95)))
+    );
+    if let (Some(h), Some(u)) = (a.attempts.harness_per_step, a.attempts.upstream_per_step)
+        && u > 1.05
+    {
+        out.push_str(&format!(
+            " Each step cost {u} upstream attempts: {h} from the harness × {} from the system under test.",
+            a.attempts.sut_per_harness.map_or_else(|| "—".into(), |x| format!("{x}"))
+        ));
+    }
+    out
+}
+
+/// The provider prompt cache and its correlated expiries.
+pub(in crate::report) fn prompt_cache(d: &mut Doc, s: &Summary, charts: &[String]) {
+    let Some(p) = &s.prompt_cache else { return };
+    d.push(Block::Heading(2, "Prompt cache at the provider".into()));
+    d.push(Block::Para(format!(
+        "{} of the {} served attempts read a cached prefix; {} of their prompt tokens came from the cache.",
+        pct(p.hit_rate),
+        p.served,
+        pct(p.cached_share)
+    )));
+    if charts.iter().any(|c| c == "prompt-cache") {
+        d.push(Block::Chart("prompt-cache".into(), "prompt cache hit rate per second".into()));
+    }
+    if p.expiries.is_empty() {
+        return;
+    }
+    d.push(Block::Para(
+        "At each correlated expiry every cached prefix goes at once, and the next requests all pay full prefill: fan-in is the full-prefill attempts in the second after against the mean second before.".into(),
+    ));
+    let rows = p
+        .expiries
+        .iter()
+        .map(|e| {
+            vec![
+                format!("{} s", e.at_s),
+                e.hit_rate_before.map_or_else(|| "—".into(), pct),
+                e.hit_rate_after.map_or_else(|| "—".into(), pct),
+                e.misses_after.to_string(),
+                e.fan_in.map_or_else(|| "no miss before".into(), |f| format!("{f}×")),
+                e.prefill_tokens_after.to_string(),
+                e.recovered_after_s.map_or_else(|| "not within 60 s".into(), |r| format!("{r} s")),
+            ]
+        })
+        .collect();
+    d.push(Block::Table(
+        header(&[
+            "expiry",
+            "hit rate, 10 s before",
+            "second after",
+            "full prefills",
+            "fan-in",
+            "tokens prefilled",
+            "back to 90 %",
+        ]),
+        rows,
+    ));
+}
