@@ -49,6 +49,7 @@ mod state;
 pub mod timeline;
 pub mod tool_offer;
 pub mod tools;
+mod whole;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;

@@ -1,0 +1,236 @@
+//! The conversation inside a request, digested while it is parsed: a chat or Messages
+//! `messages` array, a Responses `input`, and each message's content. Nothing is kept but
+//! running facts (the chained prompt hash, characters, messages, the last user message's
+//! `[chaos:ID]` marker), so parsing allocates nothing per message.
+//!
+//! Layer 3 (`mock`): must not depend on `load`, `sut`, `gateway`, `analysis` or anything above.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use memchr::memmem::Finder;
+use serde::Deserialize;
+use serde::de::{SeqAccess, Visitor};
+use xxhash_rust::xxh3::{Xxh3, xxh3_64, xxh3_64_with_seed};
+
+/// A Responses `input`: a string (one user message) or a list of items, digested like
+/// [`Messages`]. A message item counts by its role and content; a function call's output and
+/// arguments count as text of their own kind.
+pub(super) struct Input(pub(super) Messages);
+
+#[derive(Deserialize)]
+struct Item<'a> {
+    #[serde(borrow)]
+    role: Option<Cow<'a, str>>,
+    content: Option<Content>,
+    output: Option<Content>,
+    #[serde(borrow)]
+    arguments: Option<Cow<'a, str>>,
+}
+
+impl<'de> Deserialize<'de> for Input {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Input;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string or an array of input items")
+            }
+            fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<Input, E> {
+                let content = Content::of_text(text);
+                let hash = fold(0, "user", &content);
+                Ok(Input(Messages {
+                    hash,
+                    chars: content.chars,
+                    count: 1,
+                    marker: content.marker,
+                    ..Messages::default()
+                }))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Input, A::Error> {
+                let mut out = Messages::default();
+                while let Some(item) = seq.next_element::<Item<'de>>()? {
+                    let (role, content) = match (item.role, item.content, item.output, item.arguments) {
+                        (role, Some(content), _, _) => (role.unwrap_or(Cow::Borrowed("user")), content),
+                        (_, None, Some(output), _) => (Cow::Borrowed("tool"), output),
+                        (_, None, None, Some(arguments)) => (Cow::Borrowed("assistant"), Content::of_text(&arguments)),
+                        _ => continue,
+                    };
+                    out.prefix = (out.hash, out.chars, out.count);
+                    out.hash = fold(out.hash, &role, &content);
+                    out.chars += content.chars;
+                    out.count += 1;
+                    if role == "user" {
+                        out.marker = content.marker;
+                    }
+                }
+                Ok(Input(out))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// Chains one message into a running prompt hash (one-shot hashes: a streaming xxh3 state
+/// costs more to set up than these few bytes cost to hash).
+pub(super) fn fold(hash: u64, role: &str, content: &Content) -> u64 {
+    let role = xxh3_64_with_seed(role.as_bytes(), hash);
+    xxh3_64_with_seed(&content.hash.to_le_bytes(), role)
+}
+
+/// The `messages` array digested while it is parsed: no message is kept, only the running
+/// prompt hash, the character count and the marker of the latest user message. (A visitor
+/// rather than `Vec<Message>` because this runs on every request and allocation dominated.)
+#[derive(Default)]
+pub(super) struct Messages {
+    pub(super) hash: u64,
+    pub(super) chars: usize,
+    pub(super) count: usize,
+    pub(super) marker: Option<String>,
+    /// `(hash, chars, count)` before the last message: the cacheable prefix.
+    pub(super) prefix: (u64, usize, usize),
+}
+
+#[derive(Deserialize)]
+struct Message<'a> {
+    #[serde(borrow)]
+    role: Cow<'a, str>,
+    content: Option<Content>,
+}
+
+impl<'de> Deserialize<'de> for Messages {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Messages;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an array of messages")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Messages, A::Error> {
+                let mut out = Messages::default();
+                while let Some(m) = seq.next_element::<Message<'de>>()? {
+                    let content = m.content.unwrap_or_default();
+                    out.prefix = (out.hash, out.chars, out.count);
+                    out.hash = fold(out.hash, &m.role, &content);
+                    out.chars += content.chars;
+                    out.count += 1;
+                    if m.role == "user" {
+                        out.marker = content.marker;
+                    }
+                }
+                Ok(out)
+            }
+        }
+        d.deserialize_seq(V)
+    }
+}
+
+/// One message's content (a string, an array of parts, or null) digested in place.
+#[derive(Default)]
+pub(super) struct Content {
+    pub(super) hash: u64,
+    pub(super) chars: usize,
+    pub(super) marker: Option<String>,
+}
+
+impl Content {
+    fn of_text(text: &str) -> Self {
+        let marker = last_marker(text).map(str::to_string);
+        // Without a well-formed marker there is nothing to strip.
+        let hash = if marker.is_none() {
+            xxh3_64(text.as_bytes())
+        } else {
+            let mut h = Xxh3::new();
+            without_markers(text).for_each(|piece| h.update(piece.as_bytes()));
+            h.digest()
+        };
+        Self { hash, chars: text.chars().count(), marker }
+    }
+}
+
+#[derive(Deserialize)]
+struct Part<'a> {
+    #[serde(borrow, default)]
+    text: Option<Cow<'a, str>>,
+}
+
+impl<'de> Deserialize<'de> for Content {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Content;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string, an array of content parts, or null")
+            }
+            fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<Content, E> {
+                Ok(Content::of_text(text))
+            }
+            fn visit_unit<E: serde::de::Error>(self) -> Result<Content, E> {
+                Ok(Content::default())
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Content, A::Error> {
+                let mut out = Content::default();
+                while let Some(part) = seq.next_element::<Part<'de>>()? {
+                    if let Some(text) = part.text {
+                        let c = Content::of_text(&text);
+                        out.hash = xxh3_64_with_seed(&c.hash.to_le_bytes(), out.hash);
+                        out.chars += c.chars;
+                        out.marker = c.marker.or(out.marker);
+                    }
+                }
+                Ok(out)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+const MARKER_OPEN: &str = "[chaos:";
+
+/// A prebuilt searcher: `str::find` would build one per call, on every message of every request.
+static MARKER: std::sync::LazyLock<Finder<'static>> = std::sync::LazyLock::new(|| Finder::new(MARKER_OPEN));
+
+fn find_marker(text: &str) -> Option<usize> {
+    MARKER.find(text.as_bytes())
+}
+
+/// The id in the last well-formed `[chaos:ID]` marker of `text`.
+pub fn last_marker(text: &str) -> Option<&str> {
+    let mut found = None;
+    let mut rest = text;
+    while let Some(start) = find_marker(rest) {
+        let after = &rest[start + MARKER_OPEN.len()..];
+        match after.find(']') {
+            Some(end) if is_marker_id(&after[..end]) => {
+                found = Some(&after[..end]);
+                rest = &after[end + 1..];
+            }
+            _ => rest = after,
+        }
+    }
+    found
+}
+
+fn is_marker_id(id: &str) -> bool {
+    !id.is_empty() && id.len() <= 128 && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
+/// `text` split around well-formed markers, so the prompt hash ignores request ids.
+pub(super) fn without_markers(text: &str) -> impl Iterator<Item = &str> {
+    let mut rest = Some(text);
+    std::iter::from_fn(move || {
+        let current = rest?;
+        let mut search_from = 0;
+        while let Some(pos) = find_marker(&current[search_from..]) {
+            let start = search_from + pos;
+            let after = &current[start + MARKER_OPEN.len()..];
+            if let Some(end) = after.find(']').filter(|&e| is_marker_id(&after[..e])) {
+                rest = Some(&after[end + 1..]);
+                return Some(&current[..start]);
+            }
+            search_from = start + MARKER_OPEN.len();
+        }
+        rest = None;
+        Some(current)
+    })
+}
