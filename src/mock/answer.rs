@@ -58,7 +58,7 @@ pub(crate) async fn serve_chat(
     api: Api,
     body: &[u8],
     conn: Option<Arc<ConnCtl>>,
-    extra: Option<Box<Entry>>,
+    (extra, output_tokens): (Option<Box<Entry>>, Option<u32>),
 ) -> Outcome {
     let flavor = Flavor::from(api);
     let parsed = if api == Api::Responses { request::parse_responses(body) } else { request::parse_chat(body, api) };
@@ -77,6 +77,10 @@ pub(crate) async fn serve_chat(
     let state = guard.state().clone();
     let index = guard.index();
     let mut plan = decide::plan(&state.latency, state.shared.seed, state.stream_key, index, req.max_tokens);
+    // Drawn all the same, so the request's other draws stay where they were.
+    if let Some(n) = output_tokens {
+        plan.output_tokens = req.max_tokens.map_or(n, |m| n.min(m.max(1)));
+    }
     let facts = RequestFacts {
         upstream: &state.name,
         path: api.path(),

@@ -19,6 +19,15 @@ mod conversation;
 pub use conversation::last_marker;
 use conversation::{Content, Input, Messages, fold};
 
+/// The request header that sets a text answer's output tokens exactly (1 to
+/// [`MAX_OUTPUT_TOKENS`]; any other value is ignored), still capped by the request's own
+/// `max_tokens` / `max_output_tokens`. A load that replays production traces sends each
+/// trace's output length in it.
+pub const OUTPUT_TOKENS_HEADER: &str = "x-chaos-output-tokens";
+
+/// The largest [`OUTPUT_TOKENS_HEADER`] honoured (the latency model's own ceiling).
+pub const MAX_OUTPUT_TOKENS: u32 = 1_000_000;
+
 /// A chat request (OpenAI or Anthropic) reduced to what the mock acts on.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ChatRequest {

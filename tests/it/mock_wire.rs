@@ -507,6 +507,99 @@ async fn a_hit_rate_cache_reports_hits_at_that_rate() {
     assert!((30..=70).contains(&hits), "{hits} of 100");
 }
 
+// ---- Exact output length ------------------------------------------------------------------
+
+/// `(usage output tokens, content deltas or words)` of an answer in any API, whole or streamed.
+fn output_of(path: &str, stream: bool, text: &str) -> (u64, usize) {
+    if !stream {
+        let v: Value = serde_json::from_str(text).unwrap();
+        return match path {
+            "/v1/messages" => {
+                let words = v["content"][0]["text"].as_str().unwrap().split(' ').count();
+                (v["usage"]["output_tokens"].as_u64().unwrap(), words)
+            }
+            "/v1/responses" => {
+                let words = v["output"][0]["content"][0]["text"].as_str().unwrap().split(' ').count();
+                (v["usage"]["output_tokens"].as_u64().unwrap(), words)
+            }
+            _ => {
+                let words = v["choices"][0]["message"]["content"].as_str().unwrap().split(' ').count();
+                (v["usage"]["completion_tokens"].as_u64().unwrap(), words)
+            }
+        };
+    }
+    match path {
+        "/v1/messages" => {
+            let ev = events(text);
+            let deltas = ev.iter().filter(|(n, _)| n == "content_block_delta").count();
+            let usage = ev.iter().find(|(n, _)| n == "message_delta").unwrap().1["usage"]["output_tokens"].clone();
+            (usage.as_u64().unwrap(), deltas)
+        }
+        "/v1/responses" => {
+            let ev = events(text);
+            let deltas = ev.iter().filter(|(n, _)| n == "response.output_text.delta").count();
+            (ev.last().unwrap().1["response"]["usage"]["output_tokens"].as_u64().unwrap(), deltas)
+        }
+        _ => {
+            let chunks: Vec<Value> = common::sse_data(text)
+                .iter()
+                .filter(|d| *d != "[DONE]")
+                .map(|d| serde_json::from_str(d).unwrap())
+                .collect();
+            let deltas =
+                chunks.iter().filter(|c| c["choices"][0]["delta"]["content"].as_str().is_some_and(|t| !t.is_empty()));
+            let usage = chunks.iter().find(|c| c["usage"].is_object()).unwrap()["usage"]["completion_tokens"].clone();
+            (usage.as_u64().unwrap(), deltas.count())
+        }
+    }
+}
+
+fn body_for(path: &str, stream: bool, max_tokens: Option<u32>) -> Value {
+    let mut body = match path {
+        "/v1/messages" => {
+            json!({"model": "claude-x", "max_tokens": 4096, "messages": [{"role": "user", "content": "hi"}]})
+        }
+        "/v1/responses" => json!({"model": "m", "input": "hi"}),
+        _ => {
+            json!({"model": "m", "messages": [{"role": "user", "content": "hi"}], "stream_options": {"include_usage": true}})
+        }
+    };
+    body["stream"] = json!(stream);
+    if let Some(m) = max_tokens {
+        body[if path == "/v1/responses" { "max_output_tokens" } else { "max_tokens" }] = json!(m);
+    }
+    if !stream {
+        body.as_object_mut().unwrap().remove("stream_options");
+    }
+    body
+}
+
+#[tokio::test]
+async fn the_output_tokens_header_sets_the_answer_length_in_every_api_capped_by_max_tokens() {
+    let mock = common::mock(Profile::default()).await;
+    assert_eq!(Profile::default().latency.output_tokens, chaos::scenario::Distribution::fixed(16));
+    for path in ["/v1/chat/completions", "/v1/messages", "/v1/responses"] {
+        for stream in [false, true] {
+            let cases: [(Option<&str>, Option<u32>, u64); 6] = [
+                (Some("37"), None, 37),
+                (Some("37"), Some(10), 10),
+                (None, None, 16),
+                (Some("0"), None, 16),
+                (Some("1000001"), None, 16),
+                (Some("many"), None, 16),
+            ];
+            for (header, max_tokens, want) in cases {
+                let headers: Vec<(&str, &str)> = header.map(|h| ("x-chaos-output-tokens", h)).into_iter().collect();
+                let (status, _, text) = post(&mock, path, &body_for(path, stream, max_tokens), &headers).await;
+                assert_eq!(status, 200, "{path} {text}");
+                let case = format!("{path} stream={stream} header={header:?} max_tokens={max_tokens:?}");
+                assert_eq!(output_of(path, stream, &text), (want, want as usize), "{case}");
+                assert_eq!(u64::from(mock.attempts().pop().unwrap().output_tokens), want, "{case}");
+            }
+        }
+    }
+}
+
 // ---- Provider quirks ----------------------------------------------------------------------
 
 #[tokio::test]
