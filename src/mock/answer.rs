@@ -21,7 +21,7 @@ use super::request::{self, Api};
 use super::service::Outcome;
 use super::state::AttemptGuard;
 use super::whole::{Delivery, Whole, complete_body, deliver};
-use super::{anthropic, embeddings, openai, responses, tools};
+use super::{anthropic, embeddings, openai, prefill, responses, tools};
 use crate::duration::later;
 use crate::faults::{Action, Entry, HangMode, MalformedMode, NetworkFault, RequestFacts, ResetWhen, ToolCallMode};
 use crate::provider::decide::{self, Edge as ProviderEdge};
@@ -89,11 +89,12 @@ pub(crate) async fn serve_chat(
         tools: req.tools.is_some(),
     };
     // Only what is needed after the awaits below is kept: the request's state machine stays small.
-    let (shaped, action, rate_limits, expires_us) = {
+    let (shaped, action, rate_limits, expires_us, slower) = {
         let mut ruling = state.decide(&facts, guard.t_us(), index, extra.as_deref());
         drop(extra);
         guard.note(&mut ruling);
-        (decide::shaped(plan, &ruling), ruling.action, std::mem::take(&mut ruling.rate_limits), ruling.cache_expires_us)
+        let limits = std::mem::take(&mut ruling.rate_limits);
+        (decide::shaped(plan, &ruling), ruling.action, limits, ruling.cache_expires_us, ruling.multiplier)
     };
     plan = shaped;
     // Tool calls replace the text: their argument fragments are the answer's output tokens.
@@ -122,19 +123,10 @@ pub(crate) async fn serve_chat(
         Err(response) => return Ok(response),
     };
     let t0 = Instant::now();
-    let cache = state.prompt_cache.as_ref().map(|c| {
-        let key = (state.shared.seed, state.stream_key, index);
-        // By probability, any prompt's prefix can be cached: there is no identity to key on.
-        let prefix = if c.by_rate() { req.prompt_tokens } else { req.prefix_tokens };
-        let found = c.lookup(req.prefix_hash, prefix, guard.t_us(), key);
-        (found, c.saving(found, req.prompt_tokens))
-    });
-    if let Some((found, saving)) = cache {
-        plan.ttft = crate::duration::mul_saturating(plan.ttft, 1.0 - saving);
-        guard.attempt().cached_tokens = found.cached;
-    }
-    let (cached, written) = cache.map_or((0, 0), |(f, _)| (f.cached, f.written));
-    let usage = openai::Usage::new(req.prompt_tokens, plan.output_tokens).cached(cached, written);
+    let (ttft, found) = prefill::read_prompt(&state, &req, (plan.ttft, slower), guard.t_us(), index);
+    plan.ttft = ttft;
+    guard.attempt().cached_tokens = found.cached;
+    let usage = openai::Usage::new(req.prompt_tokens, plan.output_tokens).cached(found.cached, found.written);
     let capped = calls.is_none() && req.max_tokens.is_some_and(|m| plan.output_tokens >= m);
     let ids = ResponseIds::new(&state, index, t0);
     let words = Words::new(state.shared.seed, req.prompt_hash);

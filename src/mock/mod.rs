@@ -38,6 +38,7 @@ mod ids;
 pub mod metrics;
 pub mod openai;
 mod pool;
+mod prefill;
 pub mod prompt_cache;
 pub mod provider_error;
 pub mod request;

@@ -600,6 +600,27 @@ async fn the_output_tokens_header_sets_the_answer_length_in_every_api_capped_by_
     }
 }
 
+// ---- Prefill ---------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn the_prompts_length_adds_prefill_time_to_the_first_token() {
+    let mut p = Profile::default();
+    p.latency.prefill_per_1k_tokens = Some(Duration::from_millis(100).into());
+    let mock = common::mock(p).await;
+    // ceil(4000 / 4) + 4 per message + 3 = 1007 tokens: 100.7 ms; "hi" is 8 tokens: 0.8 ms.
+    for (prompt, stream) in [("x".repeat(4000), false), ("hi".into(), false), ("x".repeat(4000), true)] {
+        post(&mock, "/v1/chat/completions", &common::chat_body(&prompt, stream), &[]).await;
+    }
+    let log = mock.attempts();
+    let ttft = |i: usize| Duration::from_micros(log[i].ttft_us.unwrap());
+    assert_eq!((log[0].prompt_tokens, log[1].prompt_tokens), (1007, 8));
+    for long in [ttft(0), ttft(2)] {
+        assert!(long >= Duration::from_micros(100_700), "no sooner than its prefill: {long:?}");
+        assert!(long < Duration::from_millis(1100), "{long:?}");
+    }
+    assert!(ttft(1) < ttft(0) - Duration::from_millis(50), "a short prompt is quick: {:?} vs {:?}", ttft(1), ttft(0));
+}
+
 // ---- Provider quirks ----------------------------------------------------------------------
 
 #[tokio::test]
