@@ -101,7 +101,8 @@ pub(crate) async fn serve_chat(
     let tool_fault = if let Action::ToolCall(mode) = action { Some(mode) } else { None };
     let calls = req.tools.as_deref().and_then(|offer| {
         let key = (state.shared.seed, state.stream_key, index);
-        tools::decide(offer, &state.profile.tool_calls, tool_fault, key, req.prompt_hash).map(Box::new)
+        tools::decide(offer, &state.profile.tool_calls, tool_fault, key, (req.prompt_hash, req.tool_rounds))
+            .map(Box::new)
     });
     if let Some(c) = &calls {
         plan.output_tokens = c.tokens();

@@ -47,6 +47,10 @@ pub struct ChatRequest {
     pub marker: Option<String>,
     /// The functions offered and what may be done with them (`None`: no tools offered).
     pub tools: Option<Box<ToolOffer>>,
+    /// Tool rounds the conversation already carries: maximal runs of tool results (chat
+    /// `tool` messages, Responses `function_call_output` items, Messages user turns holding
+    /// `tool_result` blocks).
+    pub tool_rounds: u32,
     /// Hash of the conversation before the last message (the prompt cache's key).
     pub prefix_hash: u64,
     /// Estimated tokens of that prefix.
@@ -138,6 +142,7 @@ pub fn parse_chat(body: &[u8], api: Api) -> Result<ChatRequest, BadRequest> {
         max_tokens: max_tokens.map(|t| u32::try_from(t).unwrap_or(u32::MAX)),
         prompt_tokens: prompt_tokens(chars, count),
         prompt_hash,
+        tool_rounds: messages.tool_rounds,
         marker: messages.marker,
         tools: tools.map(Box::new),
         prefix_hash,
@@ -205,6 +210,7 @@ pub fn parse_responses(body: &[u8]) -> Result<ChatRequest, BadRequest> {
         prompt_hash: xxh3_64_with_seed(&input.0.hash.to_le_bytes(), hash),
         prefix_hash,
         prefix_tokens,
+        tool_rounds: input.0.tool_rounds,
         marker: input.0.marker,
         tools: tools.map(Box::new),
     })
@@ -390,6 +396,78 @@ mod tests {
         let m = parse_chat(br#"{"model":"c","max_tokens":5,"messages":[{"role":"user","content":"x"}],"tools":[{"name":"f","input_schema":{"type":"object"}}]}"#, Api::Messages).unwrap();
         assert_eq!(m.tools.unwrap().tools[0].name, "f");
         assert!(chat(r#"{"model":"m","messages":[{"role":"user","content":"x"}]}"#).unwrap().tools.is_none());
+    }
+
+    /// A conversation of `rounds` tool rounds (two parallel calls each) in `api`'s shapes, as
+    /// an agent sends its follow-up requests.
+    pub(crate) fn agent_body(api: Api, rounds: usize, result: &str) -> String {
+        use serde_json::json;
+        let mut items = vec![json!({"role": "user", "content": "weather in Oslo and Bergen? [chaos:a1]"})];
+        for r in 0..rounds {
+            let id = |k: usize| format!("call_{r}_{k}");
+            match api {
+                Api::Chat => {
+                    let call = |k| json!({"id": id(k), "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\":\"Oslo\"}"}});
+                    items.push(json!({"role": "assistant", "content": null, "tool_calls": [call(0), call(1)]}));
+                    items.extend((0..2).map(|k| json!({"role": "tool", "tool_call_id": id(k), "content": result})));
+                }
+                Api::Responses => {
+                    items.extend((0..2).map(|k| json!({"type": "function_call", "call_id": id(k), "name": "get_weather", "arguments": "{}"})));
+                    items.extend(
+                        (0..2).map(|k| json!({"type": "function_call_output", "call_id": id(k), "output": result})),
+                    );
+                }
+                _ => {
+                    let uses = (0..2).map(
+                        |k| json!({"type": "tool_use", "id": id(k), "name": "get_weather", "input": {"city": "Oslo"}}),
+                    );
+                    items.push(json!({"role": "assistant", "content": uses.collect::<Vec<_>>()}));
+                    let results =
+                        (0..2).map(|k| json!({"type": "tool_result", "tool_use_id": id(k), "content": result}));
+                    items.push(json!({"role": "user", "content": results.collect::<Vec<_>>()}));
+                }
+            }
+        }
+        let key = if api == Api::Responses { "input" } else { "messages" };
+        json!({"model": "m", "max_tokens": 50, key: items}).to_string()
+    }
+
+    fn any_api(api: Api, body: &str) -> ChatRequest {
+        let parsed =
+            if api == Api::Responses { parse_responses(body.as_bytes()) } else { parse_chat(body.as_bytes(), api) };
+        parsed.unwrap_or_else(|e| panic!("{api:?}: {}", e.message))
+    }
+
+    #[test]
+    fn tool_rounds_are_runs_of_tool_results_in_each_api() {
+        for api in [Api::Chat, Api::Responses, Api::Messages] {
+            for rounds in 0..4 {
+                let r = any_api(api, &agent_body(api, rounds, "12 C"));
+                assert_eq!(r.tool_rounds as usize, rounds, "{api:?}: two results in a row are one round");
+                // The marker is the last user message's: on Messages, the turn of tool results.
+                let marker = if api == Api::Messages && rounds > 0 { None } else { Some("a1") };
+                assert_eq!(r.marker.as_deref(), marker, "{api:?}");
+            }
+        }
+        let split = r#"{"model":"m","messages":[{"role":"user","content":"q"},{"role":"tool","content":"a"},
+            {"role":"assistant","content":"thinking"},{"role":"tool","content":"b"}]}"#;
+        assert_eq!(chat(split).unwrap().tool_rounds, 2, "a message between results ends a round");
+    }
+
+    #[test]
+    fn tool_results_and_calls_count_in_the_prompt() {
+        for api in [Api::Chat, Api::Responses, Api::Messages] {
+            let short = any_api(api, &agent_body(api, 1, "12 C"));
+            let long = any_api(api, &agent_body(api, 1, &"x".repeat(4000)));
+            assert_eq!(long.prompt_tokens - short.prompt_tokens, 2 * 999, "{api:?}: two results of 4000 characters");
+            assert_ne!(long.prompt_hash, short.prompt_hash, "{api:?}");
+        }
+        let call = |args: &str| {
+            let body = serde_json::json!({"model": "m", "messages": [{"role": "user", "content": "q"},
+                {"role": "assistant", "content": null, "tool_calls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": args}}]}]});
+            chat(&body.to_string()).unwrap().prompt_hash
+        };
+        assert_ne!(call("{\"a\":1}"), call("{\"a\":2}"), "a chat assistant's calls are part of the prompt");
     }
 
     proptest! {

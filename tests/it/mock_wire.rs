@@ -27,7 +27,10 @@ fn chat_tools() -> Value {
 }
 
 fn tools_profile(probability: f64, parallel: u32) -> Profile {
-    Profile { tool_calls: ToolCalls { probability, parallel, arguments_tokens: 12 }, ..Profile::default() }
+    Profile {
+        tool_calls: ToolCalls { probability, parallel, arguments_tokens: 12, rounds: None },
+        ..Profile::default()
+    }
 }
 
 async fn post(
@@ -286,6 +289,74 @@ async fn anthropic_tool_use_whole_and_streamed_as_input_json_deltas() {
     let delta = ev.iter().find(|(n, _)| n == "message_delta").unwrap();
     assert_eq!(delta.1["delta"]["stop_reason"], "tool_use");
     assert_eq!(ev.last().unwrap().0, "message_stop");
+}
+
+/// An agent's follow-up request on `path` carrying `rounds` tool rounds (two parallel calls
+/// each), offering `get_weather` with `tool_choice` auto, in that API's shapes.
+fn agent_request(path: &str, rounds: usize) -> Value {
+    let mut items = vec![json!({"role": "user", "content": "weather in Oslo and Bergen?"})];
+    for r in 0..rounds {
+        let id = |k: usize| format!("call_{r}_{k}");
+        match path {
+            "/v1/chat/completions" => {
+                let call = |k| json!({"id": id(k), "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\":\"Oslo\",\"days\":1}"}});
+                items.push(json!({"role": "assistant", "content": null, "tool_calls": [call(0), call(1)]}));
+                items.extend((0..2).map(|k| json!({"role": "tool", "tool_call_id": id(k), "content": "12 C"})));
+            }
+            "/v1/responses" => {
+                items.extend((0..2).map(|k| json!({"type": "function_call", "call_id": id(k), "name": "get_weather", "arguments": "{\"city\":\"Oslo\",\"days\":1}"})));
+                items.extend(
+                    (0..2).map(|k| json!({"type": "function_call_output", "call_id": id(k), "output": "12 C"})),
+                );
+            }
+            _ => {
+                let uses: Vec<Value> = (0..2).map(|k| json!({"type": "tool_use", "id": id(k), "name": "get_weather", "input": {"city": "Oslo", "days": 1}})).collect();
+                items.push(json!({"role": "assistant", "content": uses}));
+                let results: Vec<Value> =
+                    (0..2).map(|k| json!({"type": "tool_result", "tool_use_id": id(k), "content": "12 C"})).collect();
+                items.push(json!({"role": "user", "content": results}));
+            }
+        }
+    }
+    match path {
+        "/v1/chat/completions" => json!({"model": "m", "messages": items, "tools": chat_tools()}),
+        "/v1/responses" => json!({"model": "m", "input": items,
+            "tools": [{"type": "function", "name": "get_weather", "parameters": tool("w")}]}),
+        _ => json!({"model": "claude-x", "max_tokens": 200, "messages": items,
+            "tools": [{"name": "get_weather", "input_schema": tool("w")}]}),
+    }
+}
+
+/// Whether an answer on `path` calls a tool, as its client reads it.
+fn calls_a_tool(path: &str, text: &str) -> bool {
+    let v: Value = serde_json::from_str(text).unwrap();
+    match path {
+        "/v1/chat/completions" => v["choices"][0]["finish_reason"] == "tool_calls",
+        "/v1/responses" => v["output"].as_array().unwrap().iter().any(|i| i["type"] == "function_call"),
+        _ => v["stop_reason"] == "tool_use",
+    }
+}
+
+#[tokio::test]
+async fn a_conversation_gets_tool_calls_for_its_rounds_then_text_in_every_api() {
+    let mut p = tools_profile(1.0, 1);
+    p.tool_calls.rounds = Some(3);
+    let mock = common::mock(p).await;
+    for path in ["/v1/chat/completions", "/v1/responses", "/v1/messages"] {
+        let mut called = Vec::new();
+        for rounds in 0..=3 {
+            let (status, _, text) = post(&mock, path, &agent_request(path, rounds), &[]).await;
+            assert_eq!(status, 200, "{path} {text}");
+            let a = mock.attempts().pop().unwrap();
+            assert_eq!(calls_a_tool(path, &text), a.tool_calls > 0, "{path}: the log agrees with the answer");
+            called.push(calls_a_tool(path, &text));
+        }
+        assert_eq!(called, [true, true, true, false], "{path}: probability 1, rounds 3");
+    }
+    let mut required = agent_request("/v1/chat/completions", 3);
+    required["tool_choice"] = json!("required");
+    let (_, _, text) = post(&mock, "/v1/chat/completions", &required, &[]).await;
+    assert!(calls_a_tool("/v1/chat/completions", &text), "`required` still forces a call");
 }
 
 // ---- Tool-call faults --------------------------------------------------------------------

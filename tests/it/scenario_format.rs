@@ -145,6 +145,14 @@ fn prefill_per_1k_tokens_is_set_in_a_profile_and_overridden_per_upstream() {
 }
 
 #[test]
+fn tool_rounds_are_a_limit_from_one_up_and_absent_is_unlimited() {
+    assert_eq!(profile("[tool_calls]\nrounds = 3\n").tool_calls.rounds, Some(3));
+    assert_eq!(profile("").tool_calls.rounds, None);
+    let zero = profile_from_source(&Source::new("p.toml", "[tool_calls]\nrounds = 0\n")).unwrap_err().render();
+    assert!(zero.contains("tool_calls.rounds") && zero.contains("≥ 1"), "{zero}");
+}
+
+#[test]
 fn durations_accept_humantime_forms() {
     for (text, ms) in [("250ms", 250u64), ("1.5s", 1500), ("2m", 120_000), ("1h 30m", 5_400_000), ("0s", 0)] {
         let p = profile(&format!("latency.ttft = {{ dist = \"fixed\", value = \"{text}\" }}\n"));

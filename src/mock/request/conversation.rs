@@ -11,6 +11,7 @@ use std::fmt;
 use memchr::memmem::Finder;
 use serde::Deserialize;
 use serde::de::{SeqAccess, Visitor};
+use serde_json::value::RawValue;
 use xxhash_rust::xxh3::{Xxh3, xxh3_64, xxh3_64_with_seed};
 
 /// A Responses `input`: a string (one user message) or a list of items, digested like
@@ -56,13 +57,7 @@ impl<'de> Deserialize<'de> for Input {
                         (_, None, None, Some(arguments)) => (Cow::Borrowed("assistant"), Content::of_text(&arguments)),
                         _ => continue,
                     };
-                    out.prefix = (out.hash, out.chars, out.count);
-                    out.hash = fold(out.hash, &role, &content);
-                    out.chars += content.chars;
-                    out.count += 1;
-                    if role == "user" {
-                        out.marker = content.marker;
-                    }
+                    out.push(&role, content);
                 }
                 Ok(Input(out))
             }
@@ -79,8 +74,9 @@ pub(super) fn fold(hash: u64, role: &str, content: &Content) -> u64 {
 }
 
 /// The `messages` array digested while it is parsed: no message is kept, only the running
-/// prompt hash, the character count and the marker of the latest user message. (A visitor
-/// rather than `Vec<Message>` because this runs on every request and allocation dominated.)
+/// prompt hash, the character count, the marker of the latest user message and the tool
+/// rounds. (A visitor rather than `Vec<Message>` because this runs on every request and
+/// allocation dominated.)
 #[derive(Default)]
 pub(super) struct Messages {
     pub(super) hash: u64,
@@ -89,6 +85,28 @@ pub(super) struct Messages {
     pub(super) marker: Option<String>,
     /// `(hash, chars, count)` before the last message: the cacheable prefix.
     pub(super) prefix: (u64, usize, usize),
+    /// Rounds of tool results so far: maximal runs of tool-result messages.
+    pub(super) tool_rounds: u32,
+    /// The latest message was a tool result.
+    in_tool_run: bool,
+}
+
+impl Messages {
+    /// Adds one message (chat or Messages) or input item (Responses) with its role.
+    fn push(&mut self, role: &str, content: Content) {
+        self.prefix = (self.hash, self.chars, self.count);
+        self.hash = fold(self.hash, role, &content);
+        self.chars += content.chars;
+        self.count += 1;
+        // A chat `tool` (or legacy `function`) message, a Responses `function_call_output`
+        // (read as role `tool`), or a Messages user turn holding `tool_result` blocks.
+        let tool = matches!(role, "tool" | "function") || content.tool_result;
+        self.tool_rounds += u32::from(tool && !self.in_tool_run);
+        self.in_tool_run = tool;
+        if role == "user" {
+            self.marker = content.marker;
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -96,6 +114,9 @@ struct Message<'a> {
     #[serde(borrow)]
     role: Cow<'a, str>,
     content: Option<Content>,
+    /// A chat assistant's calls, counted as their JSON text.
+    #[serde(borrow, default)]
+    tool_calls: Option<&'a RawValue>,
 }
 
 impl<'de> Deserialize<'de> for Messages {
@@ -109,14 +130,11 @@ impl<'de> Deserialize<'de> for Messages {
             fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Messages, A::Error> {
                 let mut out = Messages::default();
                 while let Some(m) = seq.next_element::<Message<'de>>()? {
-                    let content = m.content.unwrap_or_default();
-                    out.prefix = (out.hash, out.chars, out.count);
-                    out.hash = fold(out.hash, &m.role, &content);
-                    out.chars += content.chars;
-                    out.count += 1;
-                    if m.role == "user" {
-                        out.marker = content.marker;
+                    let mut content = m.content.unwrap_or_default();
+                    if let Some(calls) = m.tool_calls {
+                        content.add(Content::of_json(calls.get()));
                     }
+                    out.push(&m.role, content);
                 }
                 Ok(out)
             }
@@ -131,6 +149,8 @@ pub(super) struct Content {
     pub(super) hash: u64,
     pub(super) chars: usize,
     pub(super) marker: Option<String>,
+    /// It holds a `tool_result` block (Messages).
+    pub(super) tool_result: bool,
 }
 
 impl Content {
@@ -144,14 +164,35 @@ impl Content {
             without_markers(text).for_each(|piece| h.update(piece.as_bytes()));
             h.digest()
         };
-        Self { hash, chars: text.chars().count(), marker }
+        Self { hash, chars: text.chars().count(), marker, tool_result: false }
+    }
+
+    /// JSON as it was sent (a tool call's arguments or input): hashed and counted as text.
+    fn of_json(json: &str) -> Self {
+        Self { hash: xxh3_64(json.as_bytes()), chars: json.len(), ..Self::default() }
+    }
+
+    /// Appends another piece of the same message.
+    fn add(&mut self, c: Self) {
+        self.hash = xxh3_64_with_seed(&c.hash.to_le_bytes(), self.hash);
+        self.chars += c.chars;
+        self.marker = c.marker.or(self.marker.take());
+        self.tool_result |= c.tool_result;
     }
 }
 
+/// One content part or block: text, a `tool_result` (its content counts), a `tool_use` (its
+/// input counts), or anything else (ignored).
 #[derive(Deserialize)]
 struct Part<'a> {
+    #[serde(borrow, default, rename = "type")]
+    kind: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
     text: Option<Cow<'a, str>>,
+    #[serde(default)]
+    content: Option<Content>,
+    #[serde(borrow, default)]
+    input: Option<&'a RawValue>,
 }
 
 impl<'de> Deserialize<'de> for Content {
@@ -172,11 +213,15 @@ impl<'de> Deserialize<'de> for Content {
                 let mut out = Content::default();
                 while let Some(part) = seq.next_element::<Part<'de>>()? {
                     if let Some(text) = part.text {
-                        let c = Content::of_text(&text);
-                        out.hash = xxh3_64_with_seed(&c.hash.to_le_bytes(), out.hash);
-                        out.chars += c.chars;
-                        out.marker = c.marker.or(out.marker);
+                        out.add(Content::of_text(&text));
                     }
+                    if let Some(inner) = part.content {
+                        out.add(inner);
+                    }
+                    if let Some(input) = part.input {
+                        out.add(Content::of_json(input.get()));
+                    }
+                    out.tool_result |= part.kind.as_deref() == Some("tool_result");
                 }
                 Ok(out)
             }
