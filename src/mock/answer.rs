@@ -61,8 +61,9 @@ pub(crate) async fn serve_chat(
     (extra, output_tokens): (Option<Box<Entry>>, Option<u32>),
 ) -> Outcome {
     let flavor = Flavor::from(api);
-    let parsed = if api == Api::Responses { request::parse_responses(body) } else { request::parse_chat(body, api) };
-    let req = match parsed {
+    // Only a cache keyed by prefix identity needs the prompt's message boundaries.
+    let boundaries = guard.state().prompt_cache.as_ref().is_some_and(|c| !c.by_rate());
+    let req = match request::parse(body, api, boundaries) {
         Ok(r) => r,
         Err(bad) => return Ok(bad_request(&mut guard, bad, flavor)),
     };

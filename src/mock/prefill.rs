@@ -25,12 +25,7 @@ pub(super) fn read_prompt(
 ) -> (Duration, Lookup) {
     let (mut ttft, mut found) = (ttft, Lookup::default());
     if let Some(cache) = &state.prompt_cache {
-        found = cache.lookup(
-            req.prefix_hash,
-            prefix_tokens(cache, req),
-            t_us,
-            (state.shared.seed, state.stream_key, index),
-        );
+        found = cache.lookup(req.boundaries(), t_us, (state.shared.seed, state.stream_key, index));
         ttft = mul_saturating(ttft, 1.0 - cache.saving(found, req.prompt_tokens));
     }
     if let Some(per_1k) = state.profile.latency.prefill_per_1k_tokens {
@@ -38,11 +33,6 @@ pub(super) fn read_prompt(
         ttft = ttft.saturating_add(if slower == 1.0 { time } else { mul_saturating(time, slower) });
     }
     (ttft, found)
-}
-
-/// By probability any prompt can be cached whole: there is no identity to key on.
-fn prefix_tokens(cache: &super::prompt_cache::PromptCache, req: &ChatRequest) -> u32 {
-    if cache.by_rate() { req.prompt_tokens } else { req.prefix_tokens }
 }
 
 /// The prefill time of `uncached` prompt tokens at `per_1k` per 1000 tokens, to the nanosecond.

@@ -51,10 +51,38 @@ pub struct ChatRequest {
     /// `tool` messages, Responses `function_call_output` items, Messages user turns holding
     /// `tool_result` blocks).
     pub tool_rounds: u32,
-    /// Hash of the conversation before the last message (the prompt cache's key).
-    pub prefix_hash: u64,
-    /// Estimated tokens of that prefix.
-    pub prefix_tokens: u32,
+    /// Every message boundary before the last, shortest first (the system prompt's, where
+    /// there is one, then after each message): the prompt cache's keys. Recorded only when
+    /// [`parse`] is asked to; empty for a single message, which allocates nothing.
+    pub prefixes: Vec<Boundary>,
+}
+
+/// A prompt cut at a message boundary: the chained hash of the conversation up to there
+/// (system prompt included, markers removed) and its estimated tokens.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Boundary {
+    /// The chained hash.
+    pub hash: u64,
+    /// Estimated tokens up to the boundary.
+    pub tokens: u32,
+}
+
+impl ChatRequest {
+    /// Every boundary, shortest first, ending with the whole prompt (`prompt_hash`,
+    /// `prompt_tokens`). Without recorded [`prefixes`](Self::prefixes), only the whole prompt.
+    pub fn boundaries(&self) -> impl DoubleEndedIterator<Item = Boundary> + Clone + '_ {
+        let whole = Boundary { hash: self.prompt_hash, tokens: self.prompt_tokens };
+        self.prefixes.iter().copied().chain(std::iter::once(whole))
+    }
+}
+
+/// Parses a chat completion, Messages or Responses request; with `boundaries`, records every
+/// message boundary of the prompt (for a prompt cache keyed by prefix identity).
+pub fn parse(body: &[u8], api: Api, boundaries: bool) -> Result<ChatRequest, BadRequest> {
+    conversation::recording(boundaries, || match api {
+        Api::Responses => parse_responses(body),
+        _ => parse_chat(body, api),
+    })
 }
 
 /// An embeddings request reduced to its inputs.
@@ -107,14 +135,15 @@ struct StreamOptions {
     include_usage: Option<bool>,
 }
 
-/// Parses an OpenAI chat completion or Anthropic messages request.
+/// Parses an OpenAI chat completion or Anthropic messages request (recording no boundaries
+/// unless called through [`parse`]).
 pub fn parse_chat(body: &[u8], api: Api) -> Result<ChatRequest, BadRequest> {
     let raw: RawChat<'_> = serde_json::from_slice(body).map_err(|e| invalid_json(&e))?;
     let model = raw.model.ok_or_else(|| match api {
         Api::Messages => BadRequest::new("model: Field required", Some("model")),
         _ => BadRequest::new("you must provide a model parameter", Some("model")),
     })?;
-    let messages = raw.messages.ok_or_else(|| match api {
+    let mut messages = raw.messages.ok_or_else(|| match api {
         Api::Messages => BadRequest::new("messages: Field required", Some("messages")),
         _ => BadRequest::new("Missing required parameter: 'messages'.", Some("messages")),
     })?;
@@ -125,38 +154,39 @@ pub fn parse_chat(body: &[u8], api: Api) -> Result<ChatRequest, BadRequest> {
     if api == Api::Messages && max_tokens.is_none() {
         return Err(BadRequest::new("max_tokens: Field required", Some("max_tokens")));
     }
-    // The system prompt (Anthropic's top-level `system`) counts first, like a system message.
-    let (mut hash, mut chars, mut count) = (0, messages.chars, messages.count);
-    if let Some(system) = &raw.system {
-        hash = fold(hash, "system", system);
-        chars += system.chars;
-        count += 1;
-    }
-    let prompt_hash = xxh3_64_with_seed(&messages.hash.to_le_bytes(), hash);
     let tools = ToolOffer::read(api, raw.tools, raw.tool_choice, raw.parallel_tool_calls)?;
-    let (prefix_hash, prefix_tokens) = prefix(&messages, hash, chars - messages.chars, count - messages.count);
+    let (prompt_hash, prompt_tokens, prefixes) = prompt(&mut messages, raw.system.as_ref());
     Ok(ChatRequest {
         model: Arc::from(model.as_ref()),
         stream: raw.stream.unwrap_or(false),
         include_usage: raw.stream_options.and_then(|o| o.include_usage).unwrap_or(false),
         max_tokens: max_tokens.map(|t| u32::try_from(t).unwrap_or(u32::MAX)),
-        prompt_tokens: prompt_tokens(chars, count),
+        prompt_tokens,
         prompt_hash,
         tool_rounds: messages.tool_rounds,
         marker: messages.marker,
         tools: tools.map(Box::new),
-        prefix_hash,
-        prefix_tokens,
+        prefixes,
     })
 }
 
-/// The prefix's cache key and tokens: the system prompt (`system_hash`, of `system_chars` in
-/// `system_count` messages) and every message but the last.
-fn prefix(m: &Messages, system_hash: u64, system_chars: usize, system_count: usize) -> (u64, u32) {
-    let (hash, chars, count) = m.prefix;
-    let total = count + system_count;
-    let tokens = if total == 0 { 0 } else { prompt_tokens(chars + system_chars, total) };
-    (xxh3_64_with_seed(&hash.to_le_bytes(), system_hash), tokens)
+/// The whole prompt's hash and tokens, and its recorded boundaries before the last message.
+/// The system prompt (Anthropic's `system`, Responses' `instructions`) counts first, like a
+/// system message, and is the first boundary; each message's chained hash is seeded with it
+/// (the messages are parsed before a `system` that comes after them in the body).
+fn prompt(m: &mut Messages, system: Option<&Content>) -> (u64, u32, Vec<Boundary>) {
+    let (seed, system_chars, system_count) = system.map_or((0, 0, 0), |s| (fold(0, "system", s), s.chars, 1));
+    let hash = |chain: u64| xxh3_64_with_seed(&chain.to_le_bytes(), seed);
+    let mut prefixes = std::mem::take(&mut m.bounds);
+    for (i, b) in prefixes.iter_mut().enumerate() {
+        // Recorded as (chain hash, characters so far).
+        b.hash = hash(b.hash);
+        b.tokens = prompt_tokens(b.tokens as usize + system_chars, i + 1 + system_count);
+    }
+    if system_count == 1 && m.count > 0 && m.recorded() {
+        prefixes.insert(0, Boundary { hash: hash(0), tokens: prompt_tokens(system_chars, 1) });
+    }
+    (hash(m.hash), prompt_tokens(m.chars + system_chars, m.count + system_count), prefixes)
 }
 
 /// The rule of thumb (≈4 characters a token) plus chat-format overhead per message.
@@ -181,35 +211,29 @@ struct RawResponses<'a> {
     previous_response_id: Option<Cow<'a, str>>,
 }
 
-/// Parses an OpenAI Responses request (`POST /v1/responses`). `input` is a string or a list
+/// Parses an OpenAI Responses request (`POST /v1/responses`; recording no boundaries unless
+/// called through [`parse`]). `input` is a string or a list
 /// of items (messages, function calls and their outputs); `instructions` counts first, like a
 /// system message. `previous_response_id` is accepted and not followed: the mock keeps no
 /// conversation state, so the prompt is what this request carries.
 pub fn parse_responses(body: &[u8]) -> Result<ChatRequest, BadRequest> {
     let raw: RawResponses<'_> = serde_json::from_slice(body).map_err(|e| invalid_json(&e))?;
     let model = raw.model.ok_or_else(|| BadRequest::new("Missing required parameter: 'model'.", Some("model")))?;
-    let input = raw.input.ok_or_else(|| BadRequest::new("Missing required parameter: 'input'.", Some("input")))?;
+    let mut input = raw.input.ok_or_else(|| BadRequest::new("Missing required parameter: 'input'.", Some("input")))?;
     if input.0.count == 0 && raw.previous_response_id.is_none() {
         return Err(BadRequest::new("'input' must not be empty", Some("input")));
     }
-    let (mut hash, mut chars, mut count) = (0, input.0.chars, input.0.count);
-    if let Some(system) = &raw.instructions {
-        hash = fold(hash, "system", system);
-        chars += system.chars;
-        count += 1;
-    }
     let tools = ToolOffer::read(Api::Responses, raw.tools, raw.tool_choice, raw.parallel_tool_calls)?;
-    let (prefix_hash, prefix_tokens) = prefix(&input.0, hash, chars - input.0.chars, count - input.0.count);
+    let (prompt_hash, prompt_tokens, prefixes) = prompt(&mut input.0, raw.instructions.as_ref());
     Ok(ChatRequest {
         model: Arc::from(model.as_ref()),
         stream: raw.stream.unwrap_or(false),
         // A Responses answer always carries its usage (in `response.completed` when streamed).
         include_usage: true,
         max_tokens: raw.max_output_tokens.map(|t| u32::try_from(t).unwrap_or(u32::MAX)),
-        prompt_tokens: prompt_tokens(chars, count),
-        prompt_hash: xxh3_64_with_seed(&input.0.hash.to_le_bytes(), hash),
-        prefix_hash,
-        prefix_tokens,
+        prompt_tokens,
+        prompt_hash,
+        prefixes,
         tool_rounds: input.0.tool_rounds,
         marker: input.0.marker,
         tools: tools.map(Box::new),
@@ -368,24 +392,54 @@ mod tests {
     }
 
     #[test]
-    fn the_prefix_is_the_conversation_before_the_last_message() {
-        let turn1 =
+    fn every_message_boundary_is_a_prefix_and_the_system_prompt_the_first() {
+        let with = |body: &str, api| parse(body.as_bytes(), api, true).unwrap();
+        let turn1 = with(
+            r#"{"model":"m","messages":[{"role":"system","content":"be brief"},{"role":"user","content":"a"}]}"#,
+            Api::Chat,
+        );
+        let turn2 = with(
+            r#"{"model":"m","messages":[{"role":"system","content":"be brief"},{"role":"user","content":"b"},{"role":"assistant","content":"c"},{"role":"user","content":"d"}]}"#,
+            Api::Chat,
+        );
+        let b1: Vec<Boundary> = turn1.boundaries().collect();
+        let b2: Vec<Boundary> = turn2.boundaries().collect();
+        assert_eq!((b1.len(), b2.len()), (2, 4), "one boundary per message");
+        assert_eq!(b1[0], b2[0], "the same system prompt, other questions");
+        assert_ne!(b1[1], b2[1]);
+        assert_eq!(b2[3], Boundary { hash: turn2.prompt_hash, tokens: turn2.prompt_tokens }, "the whole prompt last");
+        // ceil(characters so far / 4) + 4 a message + 3: "be brief", then 1 character a message.
+        assert_eq!(b2.iter().map(|b| b.tokens).collect::<Vec<_>>(), [2 + 4 + 3, 3 + 8 + 3, 3 + 12 + 3, 3 + 16 + 3]);
+        assert_eq!(
             chat(r#"{"model":"m","messages":[{"role":"system","content":"be brief"},{"role":"user","content":"a"}]}"#)
-                .unwrap();
-        let turn2 =
-            chat(r#"{"model":"m","messages":[{"role":"system","content":"be brief"},{"role":"user","content":"b"}]}"#)
-                .unwrap();
-        assert_eq!(turn1.prefix_hash, turn2.prefix_hash, "the same system prompt, other questions");
-        assert_ne!(turn1.prompt_hash, turn2.prompt_hash);
-        assert!(turn1.prefix_tokens > 0 && turn1.prefix_tokens < turn1.prompt_tokens);
-        let alone = chat(r#"{"model":"m","messages":[{"role":"user","content":"a"}]}"#).unwrap();
-        assert_eq!(alone.prefix_tokens, 0, "one message has no prefix");
-        let anthropic = parse_chat(
-            br#"{"model":"c","max_tokens":5,"system":"be brief","messages":[{"role":"user","content":"a"}]}"#,
-            Api::Messages,
-        )
-        .unwrap();
-        assert!(anthropic.prefix_tokens > 0, "the system prompt is a prefix");
+                .unwrap()
+                .prefixes,
+            [],
+            "recorded only when asked"
+        );
+        for (body, api) in [
+            (
+                r#"{"model":"c","max_tokens":5,"system":"be brief","messages":[{"role":"user","content":"a"}]}"#,
+                Api::Messages,
+            ),
+            (
+                r#"{"model":"c","messages":[{"role":"user","content":"a"}],"max_tokens":5,"system":"be brief"}"#,
+                Api::Messages,
+            ),
+            (r#"{"model":"m","instructions":"be brief","input":"a"}"#, Api::Responses),
+        ] {
+            let r = with(body, api);
+            let system = Boundary { hash: r.prefixes[0].hash, tokens: 2 + 4 + 3 };
+            assert_eq!(
+                r.prefixes,
+                [system],
+                "{api:?}: the system prompt is the first boundary, wherever it is in the body"
+            );
+            assert_eq!(r.prompt_tokens, 3 + 8 + 3, "{api:?}");
+        }
+        let alone = with(r#"{"model":"m","messages":[{"role":"user","content":"a"}]}"#, Api::Chat);
+        assert!(alone.prefixes.is_empty() && alone.prefixes.capacity() == 0, "one message allocates nothing");
+        assert_eq!(alone.boundaries().count(), 1);
     }
 
     #[test]

@@ -566,6 +566,59 @@ async fn a_repeated_prefix_is_a_cache_hit_in_usage_and_time_to_first_token() {
     assert!(start["message"]["usage"]["cache_read_input_tokens"].as_u64().unwrap() >= 256);
 }
 
+/// Block `i`: 2032 ASCII characters, exactly 512 tokens of prefix as one message (the mock's
+/// estimate: ceil(characters / 4) + 4 a message, + 3 a prompt).
+fn block(i: usize) -> String {
+    let mut text = format!("block {i:04}: ").repeat(200);
+    text.truncate(2032);
+    text
+}
+
+/// A request on `path` of one user message per block.
+fn blocks_request(path: &str, ids: impl IntoIterator<Item = usize>) -> Value {
+    let messages: Vec<Value> = ids.into_iter().map(|i| json!({"role": "user", "content": block(i)})).collect();
+    match path {
+        "/v1/messages" => json!({"model": "claude-x", "max_tokens": 20, "messages": messages}),
+        "/v1/responses" => json!({"model": "m", "input": messages}),
+        _ => json!({"model": "m", "messages": messages}),
+    }
+}
+
+/// `(prompt tokens, cached tokens)` as each API's usage reports them.
+fn cache_usage(path: &str, text: &str) -> (u64, u64) {
+    let u = serde_json::from_str::<Value>(text).unwrap()["usage"].clone();
+    let n = |v: &Value| v.as_u64().unwrap();
+    match path {
+        "/v1/messages" => {
+            let cached = n(&u["cache_read_input_tokens"]);
+            (n(&u["input_tokens"]) + cached + n(&u["cache_creation_input_tokens"]), cached)
+        }
+        "/v1/responses" => (n(&u["input_tokens"]), n(&u["input_tokens_details"]["cached_tokens"])),
+        _ => (n(&u["prompt_tokens"]), n(&u["prompt_tokens_details"]["cached_tokens"])),
+    }
+}
+
+#[tokio::test]
+async fn prompts_sharing_12_of_14_blocks_read_exactly_12_blocks_from_the_cache() {
+    let ttft = Duration::from_millis(100);
+    for path in ["/v1/chat/completions", "/v1/messages", "/v1/responses"] {
+        let mut p = Profile::fixed(ttft, 8);
+        p.prompt_cache = Some(PromptCache { block_tokens: 512, ..PromptCache::default() });
+        let mock = common::mock(p).await;
+        let (_, _, first) = post(&mock, path, &blocks_request(path, 0..14), &[]).await;
+        let (_, _, second) = post(&mock, path, &blocks_request(path, (0..12).chain([100, 101])), &[]).await;
+        assert_eq!(cache_usage(path, &first), (14 * 512 + 3, 0), "{path}: {first}");
+        assert_eq!(cache_usage(path, &second), (14 * 512 + 3, 12 * 512), "{path}: {second}");
+        let log = mock.attempts();
+        assert_eq!((log[0].cached_tokens, log[1].cached_tokens), (0, 6144), "{path}");
+        // The constant ttft falls by prefill_share × cached / prompt: 100 ms × (1 − 0.5 × 6144 / 7171).
+        let expected = ttft.mul_f64(1.0 - 0.5 * 6144.0 / 7171.0);
+        let took = |i: usize| Duration::from_micros(log[i].ttft_us.unwrap());
+        assert!(took(0) >= ttft && took(0) < ttft + Duration::from_millis(150), "{path}: {:?}", took(0));
+        assert!(took(1) >= expected && took(1) < expected + Duration::from_millis(150), "{path}: {:?}", took(1));
+    }
+}
+
 #[tokio::test]
 async fn a_hit_rate_cache_reports_hits_at_that_rate() {
     let cache = PromptCache { min_tokens: 1, block_tokens: 1, hit_rate: Some(0.5), ..PromptCache::default() };

@@ -14,6 +14,30 @@ use serde::de::{SeqAccess, Visitor};
 use serde_json::value::RawValue;
 use xxhash_rust::xxh3::{Xxh3, xxh3_64, xxh3_64_with_seed};
 
+use super::Boundary;
+
+thread_local! {
+    /// Whether the conversation visitors record every message boundary. Serde's derive gives
+    /// a visitor no context, and the parse that wants boundaries runs synchronously on this
+    /// thread, so [`recording`] sets this around it; a parse without it records nothing (and a
+    /// profile without a prompt cache pays nothing).
+    static RECORD: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `parse` with boundary recording on or off.
+pub(super) fn recording<T>(on: bool, parse: impl FnOnce() -> T) -> T {
+    /// Turns recording off again however `parse` ends.
+    struct Off;
+    impl Drop for Off {
+        fn drop(&mut self) {
+            RECORD.set(false);
+        }
+    }
+    RECORD.set(on);
+    let _off = Off;
+    parse()
+}
+
 /// A Responses `input`: a string (one user message) or a list of items, digested like
 /// [`Messages`]. A message item counts by its role and content; a function call's output and
 /// arguments count as text of their own kind.
@@ -40,16 +64,10 @@ impl<'de> Deserialize<'de> for Input {
             fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<Input, E> {
                 let content = Content::of_text(text);
                 let hash = fold(0, "user", &content);
-                Ok(Input(Messages {
-                    hash,
-                    chars: content.chars,
-                    count: 1,
-                    marker: content.marker,
-                    ..Messages::default()
-                }))
+                Ok(Input(Messages { hash, chars: content.chars, count: 1, marker: content.marker, ..Messages::new() }))
             }
             fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Input, A::Error> {
-                let mut out = Messages::default();
+                let mut out = Messages::new();
                 while let Some(item) = seq.next_element::<Item<'de>>()? {
                     let (role, content) = match (item.role, item.content, item.output, item.arguments) {
                         (role, Some(content), _, _) => (role.unwrap_or(Cow::Borrowed("user")), content),
@@ -83,8 +101,10 @@ pub(super) struct Messages {
     pub(super) chars: usize,
     pub(super) count: usize,
     pub(super) marker: Option<String>,
-    /// `(hash, chars, count)` before the last message: the cacheable prefix.
-    pub(super) prefix: (u64, usize, usize),
+    /// `(chain hash, characters)` after each message but the last, when recording (see
+    /// [`recording`]); [`super::prompt`] turns them into boundaries.
+    pub(super) bounds: Vec<Boundary>,
+    record: bool,
     /// Rounds of tool results so far: maximal runs of tool-result messages.
     pub(super) tool_rounds: u32,
     /// The latest message was a tool result.
@@ -92,9 +112,22 @@ pub(super) struct Messages {
 }
 
 impl Messages {
+    /// An empty conversation, recording boundaries when [`recording`] says so.
+    fn new() -> Self {
+        Self { record: RECORD.get(), ..Self::default() }
+    }
+
+    /// Whether boundaries were recorded.
+    pub(super) fn recorded(&self) -> bool {
+        self.record
+    }
+
     /// Adds one message (chat or Messages) or input item (Responses) with its role.
     fn push(&mut self, role: &str, content: Content) {
-        self.prefix = (self.hash, self.chars, self.count);
+        if self.record && self.count > 0 {
+            let chars = u32::try_from(self.chars).unwrap_or(u32::MAX);
+            self.bounds.push(Boundary { hash: self.hash, tokens: chars });
+        }
         self.hash = fold(self.hash, role, &content);
         self.chars += content.chars;
         self.count += 1;
@@ -128,7 +161,7 @@ impl<'de> Deserialize<'de> for Messages {
                 f.write_str("an array of messages")
             }
             fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Messages, A::Error> {
-                let mut out = Messages::default();
+                let mut out = Messages::new();
                 while let Some(m) = seq.next_element::<Message<'de>>()? {
                     let mut content = m.content.unwrap_or_default();
                     if let Some(calls) = m.tool_calls {

@@ -51,8 +51,9 @@ impl Default for ToolCalls {
 /// The most calls one answer may carry.
 pub const MAX_PARALLEL: u32 = 16;
 
-/// `[prompt_cache]`: the provider caches prompt prefixes. Present (even empty), the cache is
-/// on.
+/// `[prompt_cache]`: the provider caches prompt prefixes, cut on message boundaries (the
+/// system prompt, then after each message); a request reads the longest one it finds. Present
+/// (even empty), the cache is on.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PromptCacheSection {
@@ -62,7 +63,8 @@ pub struct PromptCacheSection {
     pub block_tokens: Option<u32>,
     /// How long an entry lives after its last use (default 5m).
     pub ttl: Option<Duration>,
-    /// Entries kept at most (default 10000; the least recently used go first).
+    /// Entries kept at most, one per cached message boundary (default 10000; the least
+    /// recently used go first).
     pub capacity: Option<u32>,
     /// Share of the time to first token spent on the prompt, saved in proportion to the
     /// cached tokens on a hit (default 0.5).
