@@ -620,6 +620,49 @@ async fn prompts_sharing_12_of_14_blocks_read_exactly_12_blocks_from_the_cache()
 }
 
 #[tokio::test]
+async fn a_ttl_expiry_on_prompt_caches_empties_them_at_its_instant_and_they_fill_again() {
+    let cache = PromptCache { min_tokens: 64, block_tokens: 64, ..PromptCache::default() };
+    let mock = common::mock(Profile { prompt_cache: Some(cache), ..Profile::default() }).await;
+    let conversation = |c: usize| {
+        let system = format!("You are assistant {c}. ").repeat(20);
+        json!({"model": "m", "messages": [{"role": "system", "content": system}, {"role": "user", "content": "go on"}]})
+    };
+    // One client: a new one per request costs more than the request.
+    let (http, url) = (common::http(), format!("{}/v1/chat/completions", mock.uri()));
+    let send_all = || async {
+        for c in 0..10 {
+            let resp = http.post(&url).json(&conversation(c)).send().await.unwrap();
+            assert_eq!(resp.status(), 200);
+            resp.bytes().await.unwrap();
+        }
+    };
+    for _ in 0..20 {
+        send_all().await;
+    }
+    let before = mock.attempts();
+    let hits = before.iter().filter(|a| a.cached_tokens > 0).count();
+    assert_eq!(hits, 190, "every conversation hits but its first time: 95 %");
+    // The window starts now and ends 100 ms later: the instant.
+    let mut fault = Fault::ttl_expiry(Duration::from_millis(100)).named("expire");
+    if let Fault::TtlExpiry(t) = &mut fault {
+        t.prompt_cache = Some(true);
+    }
+    let group = None;
+    mock.add_faults(vec![chaos::scenario::NamedFault { name: "expire".into(), fault, group }]).unwrap();
+    let cleared = || mock.events().into_iter().find(|e| e.upstream.is_some());
+    assert!(common::eventually(|| cleared().is_some()).await, "{:?}", mock.events());
+    let event = cleared().unwrap();
+    assert_eq!((event.kind, event.fault.as_deref()), (chaos::mock::EventKind::FlushOk, Some("expire")));
+    assert!(event.detail.as_deref().unwrap().contains("prompt cache cleared"), "{event:?}");
+    send_all().await;
+    send_all().await;
+    let after = &mock.attempts()[before.len()..];
+    let cached: Vec<bool> = after.iter().map(|a| a.cached_tokens > 0).collect();
+    assert_eq!(&cached[..10], [false; 10], "right after the instant: nothing cached");
+    assert_eq!(&cached[10..], [true; 10], "and the next turn hits again");
+}
+
+#[tokio::test]
 async fn a_hit_rate_cache_reports_hits_at_that_rate() {
     let cache = PromptCache { min_tokens: 1, block_tokens: 1, hit_rate: Some(0.5), ..PromptCache::default() };
     let p = Profile { prompt_cache: Some(cache), ..Profile::default() };
