@@ -39,7 +39,19 @@ async fn post(
     body: &Value,
     headers: &[(&str, &str)],
 ) -> (u16, reqwest::header::HeaderMap, String) {
-    let mut req = common::http().post(format!("{}{path}", mock.uri())).json(body);
+    post_on(&common::http(), mock, path, body, headers).await
+}
+
+/// [`post`] on a client of the test's own: tests that send many requests keep one, as building
+/// a client costs more than a request to the mock.
+async fn post_on(
+    http: &reqwest::Client,
+    mock: &MockUpstream,
+    path: &str,
+    body: &Value,
+    headers: &[(&str, &str)],
+) -> (u16, reqwest::header::HeaderMap, String) {
+    let mut req = http.post(format!("{}{path}", mock.uri())).json(body);
     for (k, v) in headers {
         req = req.header(*k, *v);
     }
@@ -245,11 +257,11 @@ async fn tool_choice_none_forbids_a_call_and_a_named_tool_forces_that_one() {
 #[tokio::test]
 async fn the_probability_decides_how_often_auto_answers_call_a_tool() {
     let mock = common::mock(tools_profile(0.3, 1)).await;
-    let mut calls = 0;
+    let (mut calls, http) = (0, common::http());
     for i in 0..200 {
         let body =
             json!({"model": "m", "messages": [{"role": "user", "content": format!("q{i}")}], "tools": chat_tools()});
-        let (_, _, text) = post(&mock, "/v1/chat/completions", &body, &[]).await;
+        let (_, _, text) = post_on(&http, &mock, "/v1/chat/completions", &body, &[]).await;
         let v: Value = serde_json::from_str(&text).unwrap();
         calls += usize::from(v["choices"][0]["message"]["tool_calls"].is_array());
     }
@@ -341,11 +353,11 @@ fn calls_a_tool(path: &str, text: &str) -> bool {
 async fn a_conversation_gets_tool_calls_for_its_rounds_then_text_in_every_api() {
     let mut p = tools_profile(1.0, 1);
     p.tool_calls.rounds = Some(3);
-    let mock = common::mock(p).await;
+    let (mock, http) = (common::mock(p).await, common::http());
     for path in ["/v1/chat/completions", "/v1/responses", "/v1/messages"] {
         let mut called = Vec::new();
         for rounds in 0..=3 {
-            let (status, _, text) = post(&mock, path, &agent_request(path, rounds), &[]).await;
+            let (status, _, text) = post_on(&http, &mock, path, &agent_request(path, rounds), &[]).await;
             assert_eq!(status, 200, "{path} {text}");
             let a = mock.attempts().pop().unwrap();
             assert_eq!(calls_a_tool(path, &text), a.tool_calls > 0, "{path}: the log agrees with the answer");
@@ -666,9 +678,10 @@ async fn a_ttl_expiry_on_prompt_caches_empties_them_at_its_instant_and_they_fill
 async fn a_hit_rate_cache_reports_hits_at_that_rate() {
     let cache = PromptCache { min_tokens: 1, block_tokens: 1, hit_rate: Some(0.5), ..PromptCache::default() };
     let p = Profile { prompt_cache: Some(cache), ..Profile::default() };
-    let mock = common::mock(p).await;
+    let (mock, http) = (common::mock(p).await, common::http());
     for i in 0..100 {
-        common::chat(&mock, &format!("unique prompt {i}"), false).await;
+        let body = common::chat_body(&format!("unique prompt {i}"), false);
+        post_on(&http, &mock, "/v1/chat/completions", &body, &[]).await;
     }
     let hits = mock.attempts().iter().filter(|a| a.cached_tokens > 0).count();
     assert!((30..=70).contains(&hits), "{hits} of 100");
@@ -743,7 +756,7 @@ fn body_for(path: &str, stream: bool, max_tokens: Option<u32>) -> Value {
 
 #[tokio::test]
 async fn the_output_tokens_header_sets_the_answer_length_in_every_api_capped_by_max_tokens() {
-    let mock = common::mock(Profile::default()).await;
+    let (mock, http) = (common::mock(Profile::default()).await, common::http());
     assert_eq!(Profile::default().latency.output_tokens, chaos::scenario::Distribution::fixed(16));
     for path in ["/v1/chat/completions", "/v1/messages", "/v1/responses"] {
         for stream in [false, true] {
@@ -757,7 +770,8 @@ async fn the_output_tokens_header_sets_the_answer_length_in_every_api_capped_by_
             ];
             for (header, max_tokens, want) in cases {
                 let headers: Vec<(&str, &str)> = header.map(|h| ("x-chaos-output-tokens", h)).into_iter().collect();
-                let (status, _, text) = post(&mock, path, &body_for(path, stream, max_tokens), &headers).await;
+                let (status, _, text) =
+                    post_on(&http, &mock, path, &body_for(path, stream, max_tokens), &headers).await;
                 assert_eq!(status, 200, "{path} {text}");
                 let case = format!("{path} stream={stream} header={header:?} max_tokens={max_tokens:?}");
                 assert_eq!(output_of(path, stream, &text), (want, want as usize), "{case}");
@@ -811,11 +825,11 @@ async fn quirks_duplicate_frames_null_choices_and_drop_the_usage_chunk() {
 #[tokio::test]
 async fn a_tool_call_fault_applies_at_its_probability() {
     let fault = Fault::tool_call(ToolCallMode::InvalidArguments).probability(0.2);
-    let mock = common::mock_with(tools_profile(0.5, 1), vec![fault]).await;
+    let (mock, http) = (common::mock_with(tools_profile(0.5, 1), vec![fault]).await, common::http());
     for i in 0..300 {
         let body =
             json!({"model": "m", "messages": [{"role": "user", "content": format!("q{i}")}], "tools": chat_tools()});
-        post(&mock, "/v1/chat/completions", &body, &[]).await;
+        post_on(&http, &mock, "/v1/chat/completions", &body, &[]).await;
     }
     let hit = mock.attempts().iter().filter(|a| a.decision == Decision::ToolCall).count();
     // Binomial(300, 0.2): mean 60, sd 6.9; ±4 sd.
