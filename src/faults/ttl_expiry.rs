@@ -1,8 +1,10 @@
 //! `ttl_expiry`: correlated cache expiry. During the window every successful response carries
 //! `Cache-Control: max-age` and `Expires` computed so that all of them expire at the same
 //! instant, the end of the window; at that instant an optional flush hook (an HTTP request or
-//! a command) makes any cache in the system under test drop everything at once. The event is
-//! logged so the stampede that follows can be measured per prompt.
+//! a command) makes any cache in the system under test drop everything at once, and with
+//! `prompt_cache = true` the mock's own prompt caches drop every entry too (the provider side
+//! of the same stampede). The events are logged so the stampede that follows can be measured
+//! per prompt.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -27,10 +29,18 @@ fault_spec! {
     TtlExpiryFault {
         /// Optional hook run at the expiry instant.
         flush: Option<FlushHook>,
+        /// Also empty the prompt cache of every upstream it matches at the expiry instant
+        /// (default false); an upstream without a `[prompt_cache]` has nothing to drop.
+        prompt_cache: Option<bool>,
     }
 }
 
 impl TtlExpiryFault {
+    /// Whether the expiry instant also empties the mock's prompt caches.
+    pub fn clears_prompt_caches(&self) -> bool {
+        self.prompt_cache == Some(true)
+    }
+
     pub(super) fn problems(&self, out: &mut Problems) {
         if self.duration.is_none() {
             out.push("duration", "no duration", "a duration: the window's end is the expiry instant");
@@ -112,6 +122,19 @@ mod tests {
         ] {
             assert!(flush_url_problem(bad).is_some(), "{bad}");
         }
+    }
+
+    #[test]
+    fn prompt_cache_is_off_unless_asked_and_reads_from_json() {
+        let f: crate::faults::Fault =
+            serde_json::from_str(r#"{"kind":"ttl_expiry","duration":"1s","prompt_cache":true}"#).unwrap();
+        let crate::faults::Fault::TtlExpiry(t) = f else { panic!("{f:?}") };
+        assert_eq!(t.prompt_cache, Some(true));
+        assert!(!TtlExpiryFault::default().clears_prompt_caches());
+        assert!(t.clears_prompt_caches());
+        let mut p = Problems::default();
+        t.problems(&mut p);
+        assert!(p.keys().is_empty(), "no hook needed");
     }
 
     #[test]

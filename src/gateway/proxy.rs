@@ -127,6 +127,7 @@ pub(crate) async fn chat(
         stream,
         request_id: parts.headers.get("x-chaos-request-id").cloned(),
         x_request_id: parts.headers.get("x-request-id").cloned(),
+        output_tokens: parts.headers.get("x-chaos-output-tokens").cloned(),
         attempt: 1,
         tried: Vec::new(),
         deadline: gw.config.client.deadline.map(|d| Instant::now() + d.as_std()),

@@ -38,6 +38,8 @@ pub(super) struct Call {
     pub request_id: Option<HeaderValue>,
     /// `x-request-id`, propagated.
     pub x_request_id: Option<HeaderValue>,
+    /// `x-chaos-output-tokens` (the answer length a replayed trace asks of the mock), propagated.
+    pub output_tokens: Option<HeaderValue>,
     /// Attempt number, from 1 (sent as `x-chaos-attempt`).
     pub attempt: u32,
     /// Upstreams already tried for this request.
@@ -252,6 +254,9 @@ impl Inner {
         }
         if let Some(id) = &call.x_request_id {
             req = req.header("x-request-id", id.clone());
+        }
+        if let Some(n) = &call.output_tokens {
+            req = req.header("x-chaos-output-tokens", n.clone());
         }
         req = req.header("x-chaos-attempt", call.attempt);
         let limit = match (self.attempt_timeout, call.deadline) {

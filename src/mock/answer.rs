@@ -17,17 +17,14 @@ use super::conn::ConnCtl;
 use super::headers::{finish_headers, refuse, response, retry_after, sse_headers};
 use super::ids::ResponseIds;
 use super::provider_error::{Flavor, ProviderError};
-use super::request::{self, Api, ChatRequest};
+use super::request::{self, Api};
 use super::service::Outcome;
 use super::state::AttemptGuard;
-use super::{anthropic, embeddings, openai, responses, tools};
+use super::whole::{Delivery, Whole, complete_body, deliver};
+use super::{anthropic, embeddings, openai, prefill, responses, tools};
 use crate::duration::later;
-use crate::faults::{
-    Action, Entry, HangMode, MalformedMode, NetworkFault, QuirkMode, RequestFacts, ResetWhen, ToolCallMode,
-};
-use crate::provider::Plan;
+use crate::faults::{Action, Entry, HangMode, MalformedMode, NetworkFault, RequestFacts, ResetWhen, ToolCallMode};
 use crate::provider::decide::{self, Edge as ProviderEdge};
-use crate::provider::token_bucket::RateDecision;
 use crate::words::Words;
 
 /// The `x-chaos-fault` header: one fault, as JSON, applied to this request only. `Err` says
@@ -61,11 +58,12 @@ pub(crate) async fn serve_chat(
     api: Api,
     body: &[u8],
     conn: Option<Arc<ConnCtl>>,
-    extra: Option<Box<Entry>>,
+    (extra, output_tokens): (Option<Box<Entry>>, Option<u32>),
 ) -> Outcome {
     let flavor = Flavor::from(api);
-    let parsed = if api == Api::Responses { request::parse_responses(body) } else { request::parse_chat(body, api) };
-    let req = match parsed {
+    // Only a cache keyed by prefix identity needs the prompt's message boundaries.
+    let boundaries = guard.state().prompt_cache.as_ref().is_some_and(|c| !c.by_rate());
+    let req = match request::parse(body, api, boundaries) {
         Ok(r) => r,
         Err(bad) => return Ok(bad_request(&mut guard, bad, flavor)),
     };
@@ -80,6 +78,10 @@ pub(crate) async fn serve_chat(
     let state = guard.state().clone();
     let index = guard.index();
     let mut plan = decide::plan(&state.latency, state.shared.seed, state.stream_key, index, req.max_tokens);
+    // Drawn all the same, so the request's other draws stay where they were.
+    if let Some(n) = output_tokens {
+        plan.output_tokens = req.max_tokens.map_or(n, |m| n.min(m.max(1)));
+    }
     let facts = RequestFacts {
         upstream: &state.name,
         path: api.path(),
@@ -88,18 +90,20 @@ pub(crate) async fn serve_chat(
         tools: req.tools.is_some(),
     };
     // Only what is needed after the awaits below is kept: the request's state machine stays small.
-    let (shaped, action, rate_limits, expires_us) = {
+    let (shaped, action, rate_limits, expires_us, slower) = {
         let mut ruling = state.decide(&facts, guard.t_us(), index, extra.as_deref());
         drop(extra);
         guard.note(&mut ruling);
-        (decide::shaped(plan, &ruling), ruling.action, std::mem::take(&mut ruling.rate_limits), ruling.cache_expires_us)
+        let limits = std::mem::take(&mut ruling.rate_limits);
+        (decide::shaped(plan, &ruling), ruling.action, limits, ruling.cache_expires_us, ruling.multiplier)
     };
     plan = shaped;
     // Tool calls replace the text: their argument fragments are the answer's output tokens.
     let tool_fault = if let Action::ToolCall(mode) = action { Some(mode) } else { None };
     let calls = req.tools.as_deref().and_then(|offer| {
         let key = (state.shared.seed, state.stream_key, index);
-        tools::decide(offer, &state.profile.tool_calls, tool_fault, key, req.prompt_hash).map(Box::new)
+        tools::decide(offer, &state.profile.tool_calls, tool_fault, key, (req.prompt_hash, req.tool_rounds))
+            .map(Box::new)
     });
     if let Some(c) = &calls {
         plan.output_tokens = c.tokens();
@@ -121,19 +125,10 @@ pub(crate) async fn serve_chat(
         Err(response) => return Ok(response),
     };
     let t0 = Instant::now();
-    let cache = state.prompt_cache.as_ref().map(|c| {
-        let key = (state.shared.seed, state.stream_key, index);
-        // By probability, any prompt's prefix can be cached: there is no identity to key on.
-        let prefix = if c.by_rate() { req.prompt_tokens } else { req.prefix_tokens };
-        let found = c.lookup(req.prefix_hash, prefix, guard.t_us(), key);
-        (found, c.saving(found, req.prompt_tokens))
-    });
-    if let Some((found, saving)) = cache {
-        plan.ttft = crate::duration::mul_saturating(plan.ttft, 1.0 - saving);
-        guard.attempt().cached_tokens = found.cached;
-    }
-    let (cached, written) = cache.map_or((0, 0), |(f, _)| (f.cached, f.written));
-    let usage = openai::Usage::new(req.prompt_tokens, plan.output_tokens).cached(cached, written);
+    let (ttft, found) = prefill::read_prompt(&state, &req, (plan.ttft, slower), guard.t_us(), index);
+    plan.ttft = ttft;
+    guard.attempt().cached_tokens = found.cached;
+    let usage = openai::Usage::new(req.prompt_tokens, plan.output_tokens).cached(found.cached, found.written);
     let capped = calls.is_none() && req.max_tokens.is_some_and(|m| plan.output_tokens >= m);
     let ids = ResponseIds::new(&state, index, t0);
     let words = Words::new(state.shared.seed, req.prompt_hash);
@@ -355,113 +350,7 @@ fn stream_fault(action: &Action, now: Instant) -> StreamFault {
     f
 }
 
-/// What a whole (non-streamed) answer is made of.
-struct Whole<'a> {
-    req: &'a ChatRequest,
-    ids: &'a ResponseIds,
-    api: Api,
-    plan: &'a Plan,
-    capped: bool,
-    usage: openai::Usage,
-    calls: Option<&'a tools::Calls>,
-    quirk: Option<QuirkMode>,
-}
-
-fn complete_body(w: &Whole<'_>, words: Words, action: &Action) -> Bytes {
-    let (req, ids, api) = (w.req, w.ids, w.api);
-    let id = ids.id_text(api);
-    let wrong = matches!(action, Action::Malformed(MalformedMode::WrongSchema));
-    let tokens = w.plan.output_tokens;
-    match (api, wrong, w.calls) {
-        (Api::Messages, true, _) => anthropic::wrong_schema_message(&id, &req.model, words, tokens),
-        (Api::Messages, false, Some(c)) => anthropic::tool_message(&id, &req.model, c, w.usage),
-        (Api::Messages, false, None) => anthropic::message(&id, &req.model, words, w.capped, w.usage),
-        (Api::Responses, wrong, calls) => {
-            let head = responses::Head { id: id.to_string(), model: req.model.to_string(), created: ids.created };
-            if wrong {
-                return responses::wrong_schema_response(&head, words, tokens);
-            }
-            let usage = (w.quirk != Some(QuirkMode::NoUsageChunk)).then_some(w.usage);
-            responses::response(&head, words, tokens, calls, w.capped, usage)
-        }
-        (_, true, _) => openai::wrong_schema_completion(&id, ids.created, &req.model, words, tokens),
-        (_, false, Some(c)) => openai::tool_completion(&id, ids.created, &req.model, c, w.usage),
-        (_, false, None) => {
-            let finish = if w.capped { "length" } else { "stop" };
-            openai::completion(&id, ids.created, &req.model, words, tokens, finish, w.usage)
-        }
-    }
-}
-
-/// How a finished body is to be sent: what the ruling said, and the headers it carries.
-struct Delivery<'a> {
-    action: &'a Action,
-    expires_us: Option<u64>,
-    flavor: Flavor,
-    ids: &'a ResponseIds,
-    limits: Option<&'a RateDecision>,
-    /// Pieces a slow drip sends the body in.
-    tokens: u32,
-    /// Cut the body halfway (a tool call cut in its arguments).
-    cut: bool,
-}
-
 /// The provider's 400 for a body it cannot read.
 fn bad_request(guard: &mut AttemptGuard, bad: request::BadRequest, flavor: Flavor) -> Response<MockBody> {
     refuse(guard, Decision::BadRequest, ProviderError::new(400, bad.message).param(bad.param), flavor)
-}
-
-/// Sends a finished JSON body the way the ruling says: whole, cut, stalled, dripped or reset.
-fn deliver(guard: AttemptGuard, body: Bytes, conn: Option<Arc<ConnCtl>>, d: &Delivery<'_>) -> Response<MockBody> {
-    let Delivery { action, expires_us, flavor, ids, limits, tokens, cut } = *d;
-    let state = guard.state().clone();
-    let half = || vec![body.slice(..body.len() / 2)];
-    let body = match *action {
-        // The connection closes halfway through the answer.
-        _ if cut => MockBody::paced(
-            Paced::new(half(), Duration::ZERO, End::Stall, Duration::from_millis(50)),
-            guard,
-            conn,
-            None,
-        ),
-        Action::Malformed(MalformedMode::InvalidJson | MalformedMode::TruncatedStream | MalformedMode::BadChunk) => {
-            // A complete HTTP response whose JSON stops part-way: it cannot parse.
-            MockBody::full(body.slice(..body.len() * 3 / 5), Some(guard))
-        }
-        Action::Hang { mode: HangMode::MidStream, max_hold, .. } => {
-            MockBody::paced(Paced::new(half(), Duration::ZERO, End::Stall, max_hold), guard, conn, None)
-        }
-        Action::Reset { when: ResetWhen::MidStream, .. } => {
-            MockBody::paced(Paced::new(half(), Duration::ZERO, End::Reset, Duration::MAX / 4), guard, conn, None)
-        }
-        Action::Hang { mode: HangMode::SlowDrip, interval, max_hold, .. } => {
-            MockBody::paced(Paced::new(split(&body, tokens.max(1)), interval, End::Finish, max_hold), guard, conn, None)
-        }
-        _ => MockBody::full(body, Some(guard)),
-    };
-    let mut resp = response(body, limits.is_some() || expires_us.is_some());
-    resp.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    finish_headers(resp.headers_mut(), &state, flavor, ids, limits, expires_us);
-    resp
-}
-
-/// `body` in `n` nearly equal pieces (without copying).
-fn split(body: &Bytes, n: u32) -> Vec<Bytes> {
-    let n = (n as usize).clamp(1, body.len().max(1));
-    let size = body.len().div_ceil(n);
-    (0..body.len()).step_by(size.max(1)).map(|start| body.slice(start..(start + size).min(body.len()))).collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn split_covers_the_body_in_order() {
-        let body = Bytes::from_static(b"abcdefghij");
-        let pieces = split(&body, 3);
-        assert_eq!(pieces.len(), 3);
-        assert_eq!(pieces.concat(), b"abcdefghij");
-        assert_eq!(split(&body, 50).len(), 10);
-    }
 }

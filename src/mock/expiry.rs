@@ -1,8 +1,11 @@
-//! Fires `ttl_expiry` faults at their instant: logs the expiry event, then runs the flush hook
-//! (an HTTP call to a loopback URL, or a command run without a shell — only for a fault placed
-//! from a file, never for one that came over the network), each bounded by a timeout, and logs
-//! how it went. One scheduler per mock process; it ends with the process's
-//! shared state (it holds only a weak reference).
+//! Fires `ttl_expiry` faults at their instant: logs the expiry event, empties the upstreams'
+//! prompt caches when the fault says `prompt_cache = true` (each logged as a `flush_ok` of that
+//! upstream), then runs the flush hook (an HTTP call to a loopback URL, or a command run without
+//! a shell — only for a fault placed from a file, never for one that came over the network),
+//! each bounded by a timeout, and logs how it went. One scheduler per mock process; it ends with
+//! the process's shared state (it holds only a weak reference).
+//!
+//! Layer 3 (`mock`): must not depend on `load`, `sut`, `gateway`, `analysis` or anything above.
 
 use std::collections::HashSet;
 use std::sync::{Arc, Weak};
@@ -15,7 +18,7 @@ use hyper_util::rt::TokioExecutor;
 
 use super::events::{Event, EventKind};
 use super::state::Shared;
-use crate::faults::{Fault, FlushHook};
+use crate::faults::{Entry, Fault, FlushHook};
 
 /// Longest a flush hook may take.
 pub(super) const HOOK_TIMEOUT: Duration = Duration::from_secs(10);
@@ -43,6 +46,9 @@ pub(crate) async fn run(shared: Weak<Shared>) {
                     detail: None,
                 };
                 state.events.record(event);
+                if f.clears_prompt_caches() {
+                    clear_prompt_caches(&state, entry);
+                }
                 if let Some(hook) = f.flush.clone() {
                     // Only an entry placed from a file runs a command (never one from the network).
                     let command = entry.flush_command().map(<[String]>::to_vec);
@@ -58,6 +64,26 @@ pub(crate) async fn run(shared: Weak<Shared>) {
             () = async { match wake { Some(at) => tokio::time::sleep_until(at.into()).await, None => std::future::pending().await } } => {}
             changed = changes.changed() => if changed.is_err() { return },
         }
+    }
+}
+
+/// Empties the prompt cache of every upstream the fault matches (by `match.upstream`; the
+/// other match keys describe requests), each logged as a flush of that upstream.
+fn clear_prompt_caches(state: &Shared, entry: &Entry) {
+    let only = entry.fault.envelope().matches.upstream.as_deref();
+    for upstream in state.live_upstreams() {
+        let Some(cache) = &upstream.prompt_cache else { continue };
+        if only.is_some_and(|name| name != &*upstream.name) {
+            continue;
+        }
+        let dropped = cache.clear();
+        state.events.record(Event {
+            t_us: state.clock.now_us(),
+            kind: EventKind::FlushOk,
+            upstream: Some(upstream.name.clone()),
+            fault: Some(entry.name.clone()),
+            detail: Some(format!("prompt cache cleared: {dropped} entries dropped")),
+        });
     }
 }
 

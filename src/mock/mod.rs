@@ -38,6 +38,7 @@ mod ids;
 pub mod metrics;
 pub mod openai;
 mod pool;
+mod prefill;
 pub mod prompt_cache;
 pub mod provider_error;
 pub mod request;
@@ -49,6 +50,7 @@ mod state;
 pub mod timeline;
 pub mod tool_offer;
 pub mod tools;
+mod whole;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;

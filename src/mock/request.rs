@@ -5,18 +5,28 @@
 //! Unknown request fields are ignored, as a lenient provider would.
 
 use std::borrow::Cow;
-
-use std::fmt;
 use std::sync::Arc;
 
-use memchr::memmem::Finder;
 use serde::Deserialize;
-use serde::de::{SeqAccess, Visitor};
 use serde_json::value::RawValue;
-use xxhash_rust::xxh3::{Xxh3, xxh3_64, xxh3_64_with_seed};
+use xxhash_rust::xxh3::xxh3_64_with_seed;
 
 use super::tool_offer::ToolOffer;
 pub use crate::record::Api;
+
+mod conversation;
+
+pub use conversation::last_marker;
+use conversation::{Content, Input, Messages, fold};
+
+/// The request header that sets a text answer's output tokens exactly (1 to
+/// [`MAX_OUTPUT_TOKENS`]; any other value is ignored), still capped by the request's own
+/// `max_tokens` / `max_output_tokens`. A load that replays production traces sends each
+/// trace's output length in it.
+pub const OUTPUT_TOKENS_HEADER: &str = "x-chaos-output-tokens";
+
+/// The largest [`OUTPUT_TOKENS_HEADER`] honoured (the latency model's own ceiling).
+pub const MAX_OUTPUT_TOKENS: u32 = 1_000_000;
 
 /// A chat request (OpenAI or Anthropic) reduced to what the mock acts on.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -37,10 +47,42 @@ pub struct ChatRequest {
     pub marker: Option<String>,
     /// The functions offered and what may be done with them (`None`: no tools offered).
     pub tools: Option<Box<ToolOffer>>,
-    /// Hash of the conversation before the last message (the prompt cache's key).
-    pub prefix_hash: u64,
-    /// Estimated tokens of that prefix.
-    pub prefix_tokens: u32,
+    /// Tool rounds the conversation already carries: maximal runs of tool results (chat
+    /// `tool` messages, Responses `function_call_output` items, Messages user turns holding
+    /// `tool_result` blocks).
+    pub tool_rounds: u32,
+    /// Every message boundary before the last, shortest first (the system prompt's, where
+    /// there is one, then after each message): the prompt cache's keys. Recorded only when
+    /// [`parse`] is asked to; empty for a single message, which allocates nothing.
+    pub prefixes: Vec<Boundary>,
+}
+
+/// A prompt cut at a message boundary: the chained hash of the conversation up to there
+/// (system prompt included, markers removed) and its estimated tokens.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Boundary {
+    /// The chained hash.
+    pub hash: u64,
+    /// Estimated tokens up to the boundary.
+    pub tokens: u32,
+}
+
+impl ChatRequest {
+    /// Every boundary, shortest first, ending with the whole prompt (`prompt_hash`,
+    /// `prompt_tokens`). Without recorded [`prefixes`](Self::prefixes), only the whole prompt.
+    pub fn boundaries(&self) -> impl DoubleEndedIterator<Item = Boundary> + Clone + '_ {
+        let whole = Boundary { hash: self.prompt_hash, tokens: self.prompt_tokens };
+        self.prefixes.iter().copied().chain(std::iter::once(whole))
+    }
+}
+
+/// Parses a chat completion, Messages or Responses request; with `boundaries`, records every
+/// message boundary of the prompt (for a prompt cache keyed by prefix identity).
+pub fn parse(body: &[u8], api: Api, boundaries: bool) -> Result<ChatRequest, BadRequest> {
+    conversation::recording(boundaries, || match api {
+        Api::Responses => parse_responses(body),
+        _ => parse_chat(body, api),
+    })
 }
 
 /// An embeddings request reduced to its inputs.
@@ -93,14 +135,15 @@ struct StreamOptions {
     include_usage: Option<bool>,
 }
 
-/// Parses an OpenAI chat completion or Anthropic messages request.
+/// Parses an OpenAI chat completion or Anthropic messages request (recording no boundaries
+/// unless called through [`parse`]).
 pub fn parse_chat(body: &[u8], api: Api) -> Result<ChatRequest, BadRequest> {
     let raw: RawChat<'_> = serde_json::from_slice(body).map_err(|e| invalid_json(&e))?;
     let model = raw.model.ok_or_else(|| match api {
         Api::Messages => BadRequest::new("model: Field required", Some("model")),
         _ => BadRequest::new("you must provide a model parameter", Some("model")),
     })?;
-    let messages = raw.messages.ok_or_else(|| match api {
+    let mut messages = raw.messages.ok_or_else(|| match api {
         Api::Messages => BadRequest::new("messages: Field required", Some("messages")),
         _ => BadRequest::new("Missing required parameter: 'messages'.", Some("messages")),
     })?;
@@ -111,37 +154,39 @@ pub fn parse_chat(body: &[u8], api: Api) -> Result<ChatRequest, BadRequest> {
     if api == Api::Messages && max_tokens.is_none() {
         return Err(BadRequest::new("max_tokens: Field required", Some("max_tokens")));
     }
-    // The system prompt (Anthropic's top-level `system`) counts first, like a system message.
-    let (mut hash, mut chars, mut count) = (0, messages.chars, messages.count);
-    if let Some(system) = &raw.system {
-        hash = fold(hash, "system", system);
-        chars += system.chars;
-        count += 1;
-    }
-    let prompt_hash = xxh3_64_with_seed(&messages.hash.to_le_bytes(), hash);
     let tools = ToolOffer::read(api, raw.tools, raw.tool_choice, raw.parallel_tool_calls)?;
-    let (prefix_hash, prefix_tokens) = prefix(&messages, hash, chars - messages.chars, count - messages.count);
+    let (prompt_hash, prompt_tokens, prefixes) = prompt(&mut messages, raw.system.as_ref());
     Ok(ChatRequest {
         model: Arc::from(model.as_ref()),
         stream: raw.stream.unwrap_or(false),
         include_usage: raw.stream_options.and_then(|o| o.include_usage).unwrap_or(false),
         max_tokens: max_tokens.map(|t| u32::try_from(t).unwrap_or(u32::MAX)),
-        prompt_tokens: prompt_tokens(chars, count),
+        prompt_tokens,
         prompt_hash,
+        tool_rounds: messages.tool_rounds,
         marker: messages.marker,
         tools: tools.map(Box::new),
-        prefix_hash,
-        prefix_tokens,
+        prefixes,
     })
 }
 
-/// The prefix's cache key and tokens: the system prompt (`system_hash`, of `system_chars` in
-/// `system_count` messages) and every message but the last.
-fn prefix(m: &Messages, system_hash: u64, system_chars: usize, system_count: usize) -> (u64, u32) {
-    let (hash, chars, count) = m.prefix;
-    let total = count + system_count;
-    let tokens = if total == 0 { 0 } else { prompt_tokens(chars + system_chars, total) };
-    (xxh3_64_with_seed(&hash.to_le_bytes(), system_hash), tokens)
+/// The whole prompt's hash and tokens, and its recorded boundaries before the last message.
+/// The system prompt (Anthropic's `system`, Responses' `instructions`) counts first, like a
+/// system message, and is the first boundary; each message's chained hash is seeded with it
+/// (the messages are parsed before a `system` that comes after them in the body).
+fn prompt(m: &mut Messages, system: Option<&Content>) -> (u64, u32, Vec<Boundary>) {
+    let (seed, system_chars, system_count) = system.map_or((0, 0, 0), |s| (fold(0, "system", s), s.chars, 1));
+    let hash = |chain: u64| xxh3_64_with_seed(&chain.to_le_bytes(), seed);
+    let mut prefixes = std::mem::take(&mut m.bounds);
+    for (i, b) in prefixes.iter_mut().enumerate() {
+        // Recorded as (chain hash, characters so far).
+        b.hash = hash(b.hash);
+        b.tokens = prompt_tokens(b.tokens as usize + system_chars, i + 1 + system_count);
+    }
+    if system_count == 1 && m.count > 0 && m.recorded() {
+        prefixes.insert(0, Boundary { hash: hash(0), tokens: prompt_tokens(system_chars, 1) });
+    }
+    (hash(m.hash), prompt_tokens(m.chars + system_chars, m.count + system_count), prefixes)
 }
 
 /// The rule of thumb (≈4 characters a token) plus chat-format overhead per message.
@@ -166,259 +211,32 @@ struct RawResponses<'a> {
     previous_response_id: Option<Cow<'a, str>>,
 }
 
-/// Parses an OpenAI Responses request (`POST /v1/responses`). `input` is a string or a list
+/// Parses an OpenAI Responses request (`POST /v1/responses`; recording no boundaries unless
+/// called through [`parse`]). `input` is a string or a list
 /// of items (messages, function calls and their outputs); `instructions` counts first, like a
 /// system message. `previous_response_id` is accepted and not followed: the mock keeps no
 /// conversation state, so the prompt is what this request carries.
 pub fn parse_responses(body: &[u8]) -> Result<ChatRequest, BadRequest> {
     let raw: RawResponses<'_> = serde_json::from_slice(body).map_err(|e| invalid_json(&e))?;
     let model = raw.model.ok_or_else(|| BadRequest::new("Missing required parameter: 'model'.", Some("model")))?;
-    let input = raw.input.ok_or_else(|| BadRequest::new("Missing required parameter: 'input'.", Some("input")))?;
+    let mut input = raw.input.ok_or_else(|| BadRequest::new("Missing required parameter: 'input'.", Some("input")))?;
     if input.0.count == 0 && raw.previous_response_id.is_none() {
         return Err(BadRequest::new("'input' must not be empty", Some("input")));
     }
-    let (mut hash, mut chars, mut count) = (0, input.0.chars, input.0.count);
-    if let Some(system) = &raw.instructions {
-        hash = fold(hash, "system", system);
-        chars += system.chars;
-        count += 1;
-    }
     let tools = ToolOffer::read(Api::Responses, raw.tools, raw.tool_choice, raw.parallel_tool_calls)?;
-    let (prefix_hash, prefix_tokens) = prefix(&input.0, hash, chars - input.0.chars, count - input.0.count);
+    let (prompt_hash, prompt_tokens, prefixes) = prompt(&mut input.0, raw.instructions.as_ref());
     Ok(ChatRequest {
         model: Arc::from(model.as_ref()),
         stream: raw.stream.unwrap_or(false),
         // A Responses answer always carries its usage (in `response.completed` when streamed).
         include_usage: true,
         max_tokens: raw.max_output_tokens.map(|t| u32::try_from(t).unwrap_or(u32::MAX)),
-        prompt_tokens: prompt_tokens(chars, count),
-        prompt_hash: xxh3_64_with_seed(&input.0.hash.to_le_bytes(), hash),
-        prefix_hash,
-        prefix_tokens,
+        prompt_tokens,
+        prompt_hash,
+        prefixes,
+        tool_rounds: input.0.tool_rounds,
         marker: input.0.marker,
         tools: tools.map(Box::new),
-    })
-}
-
-/// A Responses `input`: a string (one user message) or a list of items, digested like
-/// [`Messages`]. A message item counts by its role and content; a function call's output and
-/// arguments count as text of their own kind.
-struct Input(Messages);
-
-#[derive(Deserialize)]
-struct Item<'a> {
-    #[serde(borrow)]
-    role: Option<Cow<'a, str>>,
-    content: Option<Content>,
-    output: Option<Content>,
-    #[serde(borrow)]
-    arguments: Option<Cow<'a, str>>,
-}
-
-impl<'de> Deserialize<'de> for Input {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Input;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a string or an array of input items")
-            }
-            fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<Input, E> {
-                let content = Content::of_text(text);
-                let hash = fold(0, "user", &content);
-                Ok(Input(Messages {
-                    hash,
-                    chars: content.chars,
-                    count: 1,
-                    marker: content.marker,
-                    ..Messages::default()
-                }))
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Input, A::Error> {
-                let mut out = Messages::default();
-                while let Some(item) = seq.next_element::<Item<'de>>()? {
-                    let (role, content) = match (item.role, item.content, item.output, item.arguments) {
-                        (role, Some(content), _, _) => (role.unwrap_or(Cow::Borrowed("user")), content),
-                        (_, None, Some(output), _) => (Cow::Borrowed("tool"), output),
-                        (_, None, None, Some(arguments)) => (Cow::Borrowed("assistant"), Content::of_text(&arguments)),
-                        _ => continue,
-                    };
-                    out.prefix = (out.hash, out.chars, out.count);
-                    out.hash = fold(out.hash, &role, &content);
-                    out.chars += content.chars;
-                    out.count += 1;
-                    if role == "user" {
-                        out.marker = content.marker;
-                    }
-                }
-                Ok(Input(out))
-            }
-        }
-        d.deserialize_any(V)
-    }
-}
-
-/// Chains one message into a running prompt hash (one-shot hashes: a streaming xxh3 state
-/// costs more to set up than these few bytes cost to hash).
-fn fold(hash: u64, role: &str, content: &Content) -> u64 {
-    let role = xxh3_64_with_seed(role.as_bytes(), hash);
-    xxh3_64_with_seed(&content.hash.to_le_bytes(), role)
-}
-
-/// The `messages` array digested while it is parsed: no message is kept, only the running
-/// prompt hash, the character count and the marker of the latest user message. (A visitor
-/// rather than `Vec<Message>` because this runs on every request and allocation dominated.)
-#[derive(Default)]
-struct Messages {
-    hash: u64,
-    chars: usize,
-    count: usize,
-    marker: Option<String>,
-    /// `(hash, chars, count)` before the last message: the cacheable prefix.
-    prefix: (u64, usize, usize),
-}
-
-#[derive(Deserialize)]
-struct Message<'a> {
-    #[serde(borrow)]
-    role: Cow<'a, str>,
-    content: Option<Content>,
-}
-
-impl<'de> Deserialize<'de> for Messages {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Messages;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("an array of messages")
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Messages, A::Error> {
-                let mut out = Messages::default();
-                while let Some(m) = seq.next_element::<Message<'de>>()? {
-                    let content = m.content.unwrap_or_default();
-                    out.prefix = (out.hash, out.chars, out.count);
-                    out.hash = fold(out.hash, &m.role, &content);
-                    out.chars += content.chars;
-                    out.count += 1;
-                    if m.role == "user" {
-                        out.marker = content.marker;
-                    }
-                }
-                Ok(out)
-            }
-        }
-        d.deserialize_seq(V)
-    }
-}
-
-/// One message's content (a string, an array of parts, or null) digested in place.
-#[derive(Default)]
-struct Content {
-    hash: u64,
-    chars: usize,
-    marker: Option<String>,
-}
-
-impl Content {
-    fn of_text(text: &str) -> Self {
-        let marker = last_marker(text).map(str::to_string);
-        // Without a well-formed marker there is nothing to strip.
-        let hash = if marker.is_none() {
-            xxh3_64(text.as_bytes())
-        } else {
-            let mut h = Xxh3::new();
-            without_markers(text).for_each(|piece| h.update(piece.as_bytes()));
-            h.digest()
-        };
-        Self { hash, chars: text.chars().count(), marker }
-    }
-}
-
-#[derive(Deserialize)]
-struct Part<'a> {
-    #[serde(borrow, default)]
-    text: Option<Cow<'a, str>>,
-}
-
-impl<'de> Deserialize<'de> for Content {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Content;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a string, an array of content parts, or null")
-            }
-            fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<Content, E> {
-                Ok(Content::of_text(text))
-            }
-            fn visit_unit<E: serde::de::Error>(self) -> Result<Content, E> {
-                Ok(Content::default())
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Content, A::Error> {
-                let mut out = Content::default();
-                while let Some(part) = seq.next_element::<Part<'de>>()? {
-                    if let Some(text) = part.text {
-                        let c = Content::of_text(&text);
-                        out.hash = xxh3_64_with_seed(&c.hash.to_le_bytes(), out.hash);
-                        out.chars += c.chars;
-                        out.marker = c.marker.or(out.marker);
-                    }
-                }
-                Ok(out)
-            }
-        }
-        d.deserialize_any(V)
-    }
-}
-
-const MARKER_OPEN: &str = "[chaos:";
-
-/// A prebuilt searcher: `str::find` would build one per call, on every message of every request.
-static MARKER: std::sync::LazyLock<Finder<'static>> = std::sync::LazyLock::new(|| Finder::new(MARKER_OPEN));
-
-fn find_marker(text: &str) -> Option<usize> {
-    MARKER.find(text.as_bytes())
-}
-
-/// The id in the last well-formed `[chaos:ID]` marker of `text`.
-pub fn last_marker(text: &str) -> Option<&str> {
-    let mut found = None;
-    let mut rest = text;
-    while let Some(start) = find_marker(rest) {
-        let after = &rest[start + MARKER_OPEN.len()..];
-        match after.find(']') {
-            Some(end) if is_marker_id(&after[..end]) => {
-                found = Some(&after[..end]);
-                rest = &after[end + 1..];
-            }
-            _ => rest = after,
-        }
-    }
-    found
-}
-
-fn is_marker_id(id: &str) -> bool {
-    !id.is_empty() && id.len() <= 128 && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-}
-
-/// `text` split around well-formed markers, so the prompt hash ignores request ids.
-fn without_markers(text: &str) -> impl Iterator<Item = &str> {
-    let mut rest = Some(text);
-    std::iter::from_fn(move || {
-        let current = rest?;
-        let mut search_from = 0;
-        while let Some(pos) = find_marker(&current[search_from..]) {
-            let start = search_from + pos;
-            let after = &current[start + MARKER_OPEN.len()..];
-            if let Some(end) = after.find(']').filter(|&e| is_marker_id(&after[..e])) {
-                rest = Some(&after[end + 1..]);
-                return Some(&current[..start]);
-            }
-            search_from = start + MARKER_OPEN.len();
-        }
-        rest = None;
-        Some(current)
     })
 }
 
@@ -534,7 +352,7 @@ mod tests {
     fn malformed_markers_are_ignored() {
         assert_eq!(last_marker("[chaos:] [chaos:a b] [chaos:ok]"), Some("ok"));
         assert_eq!(last_marker("[chaos:unterminated"), None);
-        let pieces: Vec<&str> = without_markers("a[chaos:x]b[chaos:]c").collect();
+        let pieces: Vec<&str> = conversation::without_markers("a[chaos:x]b[chaos:]c").collect();
         assert_eq!(pieces, vec!["a", "b[chaos:]c"]);
     }
 
@@ -574,24 +392,54 @@ mod tests {
     }
 
     #[test]
-    fn the_prefix_is_the_conversation_before_the_last_message() {
-        let turn1 =
+    fn every_message_boundary_is_a_prefix_and_the_system_prompt_the_first() {
+        let with = |body: &str, api| parse(body.as_bytes(), api, true).unwrap();
+        let turn1 = with(
+            r#"{"model":"m","messages":[{"role":"system","content":"be brief"},{"role":"user","content":"a"}]}"#,
+            Api::Chat,
+        );
+        let turn2 = with(
+            r#"{"model":"m","messages":[{"role":"system","content":"be brief"},{"role":"user","content":"b"},{"role":"assistant","content":"c"},{"role":"user","content":"d"}]}"#,
+            Api::Chat,
+        );
+        let b1: Vec<Boundary> = turn1.boundaries().collect();
+        let b2: Vec<Boundary> = turn2.boundaries().collect();
+        assert_eq!((b1.len(), b2.len()), (2, 4), "one boundary per message");
+        assert_eq!(b1[0], b2[0], "the same system prompt, other questions");
+        assert_ne!(b1[1], b2[1]);
+        assert_eq!(b2[3], Boundary { hash: turn2.prompt_hash, tokens: turn2.prompt_tokens }, "the whole prompt last");
+        // ceil(characters so far / 4) + 4 a message + 3: "be brief", then 1 character a message.
+        assert_eq!(b2.iter().map(|b| b.tokens).collect::<Vec<_>>(), [2 + 4 + 3, 3 + 8 + 3, 3 + 12 + 3, 3 + 16 + 3]);
+        assert_eq!(
             chat(r#"{"model":"m","messages":[{"role":"system","content":"be brief"},{"role":"user","content":"a"}]}"#)
-                .unwrap();
-        let turn2 =
-            chat(r#"{"model":"m","messages":[{"role":"system","content":"be brief"},{"role":"user","content":"b"}]}"#)
-                .unwrap();
-        assert_eq!(turn1.prefix_hash, turn2.prefix_hash, "the same system prompt, other questions");
-        assert_ne!(turn1.prompt_hash, turn2.prompt_hash);
-        assert!(turn1.prefix_tokens > 0 && turn1.prefix_tokens < turn1.prompt_tokens);
-        let alone = chat(r#"{"model":"m","messages":[{"role":"user","content":"a"}]}"#).unwrap();
-        assert_eq!(alone.prefix_tokens, 0, "one message has no prefix");
-        let anthropic = parse_chat(
-            br#"{"model":"c","max_tokens":5,"system":"be brief","messages":[{"role":"user","content":"a"}]}"#,
-            Api::Messages,
-        )
-        .unwrap();
-        assert!(anthropic.prefix_tokens > 0, "the system prompt is a prefix");
+                .unwrap()
+                .prefixes,
+            [],
+            "recorded only when asked"
+        );
+        for (body, api) in [
+            (
+                r#"{"model":"c","max_tokens":5,"system":"be brief","messages":[{"role":"user","content":"a"}]}"#,
+                Api::Messages,
+            ),
+            (
+                r#"{"model":"c","messages":[{"role":"user","content":"a"}],"max_tokens":5,"system":"be brief"}"#,
+                Api::Messages,
+            ),
+            (r#"{"model":"m","instructions":"be brief","input":"a"}"#, Api::Responses),
+        ] {
+            let r = with(body, api);
+            let system = Boundary { hash: r.prefixes[0].hash, tokens: 2 + 4 + 3 };
+            assert_eq!(
+                r.prefixes,
+                [system],
+                "{api:?}: the system prompt is the first boundary, wherever it is in the body"
+            );
+            assert_eq!(r.prompt_tokens, 3 + 8 + 3, "{api:?}");
+        }
+        let alone = with(r#"{"model":"m","messages":[{"role":"user","content":"a"}]}"#, Api::Chat);
+        assert!(alone.prefixes.is_empty() && alone.prefixes.capacity() == 0, "one message allocates nothing");
+        assert_eq!(alone.boundaries().count(), 1);
     }
 
     #[test]
@@ -602,6 +450,78 @@ mod tests {
         let m = parse_chat(br#"{"model":"c","max_tokens":5,"messages":[{"role":"user","content":"x"}],"tools":[{"name":"f","input_schema":{"type":"object"}}]}"#, Api::Messages).unwrap();
         assert_eq!(m.tools.unwrap().tools[0].name, "f");
         assert!(chat(r#"{"model":"m","messages":[{"role":"user","content":"x"}]}"#).unwrap().tools.is_none());
+    }
+
+    /// A conversation of `rounds` tool rounds (two parallel calls each) in `api`'s shapes, as
+    /// an agent sends its follow-up requests.
+    pub(crate) fn agent_body(api: Api, rounds: usize, result: &str) -> String {
+        use serde_json::json;
+        let mut items = vec![json!({"role": "user", "content": "weather in Oslo and Bergen? [chaos:a1]"})];
+        for r in 0..rounds {
+            let id = |k: usize| format!("call_{r}_{k}");
+            match api {
+                Api::Chat => {
+                    let call = |k| json!({"id": id(k), "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\":\"Oslo\"}"}});
+                    items.push(json!({"role": "assistant", "content": null, "tool_calls": [call(0), call(1)]}));
+                    items.extend((0..2).map(|k| json!({"role": "tool", "tool_call_id": id(k), "content": result})));
+                }
+                Api::Responses => {
+                    items.extend((0..2).map(|k| json!({"type": "function_call", "call_id": id(k), "name": "get_weather", "arguments": "{}"})));
+                    items.extend(
+                        (0..2).map(|k| json!({"type": "function_call_output", "call_id": id(k), "output": result})),
+                    );
+                }
+                _ => {
+                    let uses = (0..2).map(
+                        |k| json!({"type": "tool_use", "id": id(k), "name": "get_weather", "input": {"city": "Oslo"}}),
+                    );
+                    items.push(json!({"role": "assistant", "content": uses.collect::<Vec<_>>()}));
+                    let results =
+                        (0..2).map(|k| json!({"type": "tool_result", "tool_use_id": id(k), "content": result}));
+                    items.push(json!({"role": "user", "content": results.collect::<Vec<_>>()}));
+                }
+            }
+        }
+        let key = if api == Api::Responses { "input" } else { "messages" };
+        json!({"model": "m", "max_tokens": 50, key: items}).to_string()
+    }
+
+    fn any_api(api: Api, body: &str) -> ChatRequest {
+        let parsed =
+            if api == Api::Responses { parse_responses(body.as_bytes()) } else { parse_chat(body.as_bytes(), api) };
+        parsed.unwrap_or_else(|e| panic!("{api:?}: {}", e.message))
+    }
+
+    #[test]
+    fn tool_rounds_are_runs_of_tool_results_in_each_api() {
+        for api in [Api::Chat, Api::Responses, Api::Messages] {
+            for rounds in 0..4 {
+                let r = any_api(api, &agent_body(api, rounds, "12 C"));
+                assert_eq!(r.tool_rounds as usize, rounds, "{api:?}: two results in a row are one round");
+                // The marker is the last user message's: on Messages, the turn of tool results.
+                let marker = if api == Api::Messages && rounds > 0 { None } else { Some("a1") };
+                assert_eq!(r.marker.as_deref(), marker, "{api:?}");
+            }
+        }
+        let split = r#"{"model":"m","messages":[{"role":"user","content":"q"},{"role":"tool","content":"a"},
+            {"role":"assistant","content":"thinking"},{"role":"tool","content":"b"}]}"#;
+        assert_eq!(chat(split).unwrap().tool_rounds, 2, "a message between results ends a round");
+    }
+
+    #[test]
+    fn tool_results_and_calls_count_in_the_prompt() {
+        for api in [Api::Chat, Api::Responses, Api::Messages] {
+            let short = any_api(api, &agent_body(api, 1, "12 C"));
+            let long = any_api(api, &agent_body(api, 1, &"x".repeat(4000)));
+            assert_eq!(long.prompt_tokens - short.prompt_tokens, 2 * 999, "{api:?}: two results of 4000 characters");
+            assert_ne!(long.prompt_hash, short.prompt_hash, "{api:?}");
+        }
+        let call = |args: &str| {
+            let body = serde_json::json!({"model": "m", "messages": [{"role": "user", "content": "q"},
+                {"role": "assistant", "content": null, "tool_calls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": args}}]}]});
+            chat(&body.to_string()).unwrap().prompt_hash
+        };
+        assert_ne!(call("{\"a\":1}"), call("{\"a\":2}"), "a chat assistant's calls are part of the prompt");
     }
 
     proptest! {

@@ -323,7 +323,7 @@ mod tests {
         let schema = serde_json::json!({"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]});
         let offer =
             ToolOffer { tools: vec![Tool { name: "search".into(), schema }], choice: Choice::Required, parallel: true };
-        let calls = tools::decide(&offer, &ToolCalls::default(), None, (1, 2, 3), 4).unwrap();
+        let calls = tools::decide(&offer, &ToolCalls::default(), None, (1, 2, 3), (4, 0)).unwrap();
         let mut f = EventFrame::new(head(), Words::new(1, 2));
         let mut out = Vec::new();
         f.open(&mut out, false);

@@ -129,7 +129,7 @@ fn records_refusal(state: &UpstreamState, parts: &hyper::http::request::Parts) -
 }
 
 async fn serve_api<B: RequestBody>(api: Api, head: Head, body: B, conn: Option<Arc<ConnCtl>>) -> Outcome {
-    let Head { mut guard, declared_length, fault_header } = head;
+    let Head { mut guard, declared_length, fault_header, output_tokens } = head;
     let flavor = Flavor::from(api);
     let limit = guard.state().profile.max_body_bytes;
     let body = match read_body(body, declared_length, limit).await {
@@ -152,7 +152,7 @@ async fn serve_api<B: RequestBody>(api: Api, head: Head, body: B, conn: Option<A
     };
     match api {
         Api::Embeddings => answer::serve_embeddings(guard, &body, conn, extra).await,
-        _ => answer::serve_chat(guard, api, &body, conn, extra).await,
+        _ => answer::serve_chat(guard, api, &body, conn, (extra, output_tokens)).await,
     }
 }
 

@@ -154,6 +154,8 @@ pub(crate) struct Head {
     pub guard: AttemptGuard,
     pub declared_length: Option<u64>,
     pub fault_header: Option<HeaderValue>,
+    /// `x-chaos-output-tokens`: the answer's exact length, when it is 1 to 1,000,000.
+    pub output_tokens: Option<u32>,
 }
 
 impl Head {
@@ -161,7 +163,7 @@ impl Head {
     pub(crate) fn read(state: &Arc<UpstreamState>, arrival: Instant, api: Api, headers: &HeaderMap) -> Self {
         let index = state.arrivals.fetch_add(1, Ordering::Relaxed);
         let mut a = Attempt::arrived(state.name.clone(), index, state.shared.clock.us_at(arrival), api);
-        let (mut declared_length, mut fault_header) = (None, None);
+        let (mut declared_length, mut fault_header, mut output_tokens) = (None, None, None);
         // One pass over the (few) headers rather than a hashed lookup per name.
         for (name, value) in headers {
             match name.as_str() {
@@ -173,13 +175,17 @@ impl Head {
                 "x-envoy-attempt-count" => a.envoy_attempt_count = header_number(value),
                 "x-chaos-attempt" => a.chaos_attempt = header_number(value),
                 "x-chaos-fault" => fault_header = Some(value.clone()),
+                super::request::OUTPUT_TOKENS_HEADER => {
+                    output_tokens =
+                        header_number(value).filter(|n| (1..=super::request::MAX_OUTPUT_TOKENS).contains(n));
+                }
                 _ => {}
             }
         }
         state.metrics.request(api);
         state.metrics.in_flight.inc();
         let guard = AttemptGuard { state: state.clone(), arrival, attempt: Arc::new(a), finished: false };
-        Self { guard, declared_length, fault_header }
+        Self { guard, declared_length, fault_header, output_tokens }
     }
 }
 

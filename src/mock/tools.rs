@@ -3,7 +3,8 @@
 //!
 //! `tool_choice` decides first, as each API defines it: `none` never calls, `required` (and
 //! Messages `any`) and a named tool always do, `auto` calls with the profile's
-//! `[tool_calls] probability`. A `tool_call` fault forces a call and breaks it. An answer
+//! `[tool_calls] probability` — until the conversation carries the profile's `rounds` of tool
+//! results, when `auto` answers with text. A `tool_call` fault forces a call and breaks it. An answer
 //! calls `parallel` tools when the request allows parallel calls, else one. Arguments come
 //! from each tool's JSON Schema ([`super::arguments`]) and stream in fragments of about a
 //! token each, the call's id and name on its first fragment only, as the providers send
@@ -83,20 +84,22 @@ impl Calls {
 /// The tool calls answering a request that offers `offer`, or `None` for a text answer.
 /// `fault` is a `tool_call` fault's mode when one applies; `seed`, `key` and `index` are the
 /// request's (so the decisions are its own and repeat); `prompt_hash` seeds the argument
-/// words.
+/// words; `rounds` is how many tool rounds the request already carries: from the profile's
+/// `rounds` on, `auto` answers with text.
 pub fn decide(
     offer: &ToolOffer,
     profile: &ToolCalls,
     fault: Option<ToolCallMode>,
     (seed, key, index): (u64, u64, u64),
-    prompt_hash: u64,
+    (prompt_hash, rounds): (u64, u32),
 ) -> Option<Calls> {
     let mut rng = rng_for(seed, key ^ stream_key("tool-calls"), index);
     let coin = rng.random::<f64>();
+    let more = profile.rounds.is_none_or(|limit| rounds < limit);
     let call = match &offer.choice {
         Choice::None => false,
         Choice::Required | Choice::Named(_) => true,
-        Choice::Auto => fault.is_some() || coin < profile.probability,
+        Choice::Auto => fault.is_some() || (more && coin < profile.probability),
     };
     if !call {
         return None;
@@ -206,25 +209,26 @@ mod tests {
     }
 
     fn profile(probability: f64, parallel: u32) -> ToolCalls {
-        ToolCalls { probability, parallel, arguments_tokens: 12 }
+        ToolCalls { probability, parallel, arguments_tokens: 12, rounds: None }
     }
 
     #[test]
     fn tool_choice_decides_before_the_profile() {
         let p = profile(0.5, 1);
-        let calls = |choice: Choice, i: u64| decide(&offer(choice, true), &p, None, (1, 2, i), 9);
+        let calls = |choice: Choice, i: u64| decide(&offer(choice, true), &p, None, (1, 2, i), (9, 0));
         assert!((0..50).all(|i| calls(Choice::None, i).is_none()), "none never calls");
         assert!((0..50).all(|i| calls(Choice::Required, i).is_some()), "required always calls");
         assert!((0..50).all(|i| calls(Choice::Named("search".into()), i).unwrap().calls[0].name == "search"));
         let auto = (0..400).filter(|i| calls(Choice::Auto, *i).is_some()).count();
         assert!((160..=240).contains(&auto), "auto calls with the profile's probability: {auto} of 400");
-        let forced = decide(&offer(Choice::Auto, true), &profile(0.0, 1), Some(ToolCallMode::IndexZero), (1, 2, 3), 9);
+        let forced =
+            decide(&offer(Choice::Auto, true), &profile(0.0, 1), Some(ToolCallMode::IndexZero), (1, 2, 3), (9, 0));
         assert!(forced.is_some(), "a tool_call fault forces a call");
     }
 
     #[test]
     fn arguments_are_json_of_the_schema_and_stream_in_fragments() {
-        let c = decide(&offer(Choice::Required, false), &profile(1.0, 3), None, (7, 1, 42), 5).unwrap();
+        let c = decide(&offer(Choice::Required, false), &profile(1.0, 3), None, (7, 1, 42), (5, 0)).unwrap();
         assert_eq!(c.calls.len(), 1, "no parallel calls when the request forbids them");
         let call = &c.calls[0];
         let args: serde_json::Value = serde_json::from_str(&call.arguments).unwrap();
@@ -235,12 +239,16 @@ mod tests {
         assert_eq!(c.tokens() as usize, call.fragments.len());
         assert_eq!(c.pieces.first(), Some(&Piece::Start(0)));
         assert_eq!(c.pieces.last(), Some(&Piece::End(0)));
-        assert_eq!(decide(&offer(Choice::Required, false), &profile(1.0, 3), None, (7, 1, 42), 5), Some(c), "seeded");
+        assert_eq!(
+            decide(&offer(Choice::Required, false), &profile(1.0, 3), None, (7, 1, 42), (5, 0)),
+            Some(c),
+            "seeded"
+        );
     }
 
     #[test]
     fn faults_break_calls_the_way_they_say() {
-        let run = |mode| decide(&offer(Choice::Auto, true), &profile(0.0, 2), Some(mode), (3, 4, 5), 6).unwrap();
+        let run = |mode| decide(&offer(Choice::Auto, true), &profile(0.0, 2), Some(mode), (3, 4, 5), (6, 0)).unwrap();
         let invalid = run(ToolCallMode::InvalidArguments);
         assert!(invalid.calls.iter().all(|c| serde_json::from_str::<serde_json::Value>(&c.arguments).is_err()));
         let unknown = run(ToolCallMode::UnknownTool);
@@ -252,7 +260,24 @@ mod tests {
         let mixed = run(ToolCallMode::Interleaved);
         assert_eq!(&mixed.pieces[..2], &[Piece::Start(0), Piece::Start(1)]);
         assert!(matches!((&mixed.pieces[2], &mixed.pieces[3]), (Piece::Fragment(0, _), Piece::Fragment(1, _))));
-        let one = decide(&offer(Choice::Auto, false), &profile(0.0, 1), Some(ToolCallMode::Interleaved), (3, 4, 5), 6);
+        let one =
+            decide(&offer(Choice::Auto, false), &profile(0.0, 1), Some(ToolCallMode::Interleaved), (3, 4, 5), (6, 0));
         assert_eq!(one.unwrap().calls.len(), 1, "no interleaving where the request forbids parallel calls");
+    }
+
+    #[test]
+    fn auto_answers_with_text_once_the_conversation_carries_its_rounds() {
+        let p = ToolCalls { rounds: Some(3), ..profile(1.0, 1) };
+        let auto = |rounds: u32, i: u64| decide(&offer(Choice::Auto, true), &p, None, (1, 2, i), (9, rounds));
+        for i in 0..20 {
+            assert!((0..3).all(|r| auto(r, i).is_some()), "0, 1 and 2 rounds: a call");
+            assert!(auto(3, i).is_none() && auto(7, i).is_none(), "3 rounds and more: text");
+        }
+        let forced = |choice: Choice| decide(&offer(choice, true), &p, None, (1, 2, 3), (9, 3));
+        assert!(forced(Choice::Required).is_some() && forced(Choice::Named("search".into())).is_some());
+        let fault = decide(&offer(Choice::Auto, true), &p, Some(ToolCallMode::IndexZero), (1, 2, 3), (9, 3));
+        assert!(fault.is_some(), "a tool_call fault still forces its broken call");
+        let unlimited = ToolCalls { rounds: None, ..p };
+        assert!(decide(&offer(Choice::Auto, true), &unlimited, None, (1, 2, 3), (9, 1000)).is_some());
     }
 }

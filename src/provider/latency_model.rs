@@ -183,6 +183,7 @@ mod tests {
             ttft: Distribution::fixed(D::from_millis(10)),
             inter_token: Distribution::fixed(D::from_millis(2)),
             output_tokens: Distribution::fixed(100),
+            prefill_per_1k_tokens: None,
         };
         let plan = LatencyModel::new(&latency).plan(&mut rng_for(1, 1, 1), Some(5));
         assert_eq!(plan.output_tokens, 5);
@@ -195,6 +196,7 @@ mod tests {
             ttft: Distribution::Lognormal { p50: D::from_millis(400), p99: D::from_millis(1500) },
             inter_token: Distribution::Uniform { min: D::from_millis(10), max: D::from_millis(30) },
             output_tokens: Distribution::Uniform { min: 20, max: 200 },
+            prefill_per_1k_tokens: None,
         };
         let m = LatencyModel::new(&latency);
         assert_eq!(m.plan(&mut rng_for(9, 1, 5), None), m.plan(&mut rng_for(9, 1, 5), None));

@@ -84,6 +84,9 @@ pub struct LatencySection {
     pub inter_token: Option<Distribution<Duration>>,
     /// Number of output tokens (capped by the request's `max_tokens`).
     pub output_tokens: Option<Distribution<u32>>,
+    /// Prefill time per 1000 uncached prompt tokens, added to the time to first token (absent:
+    /// the prompt's length costs no time).
+    pub prefill_per_1k_tokens: Option<Duration>,
 }
 
 /// `[capacity]`: concurrent generations and the queue in front of them.
@@ -194,6 +197,9 @@ pub struct Latency {
     pub inter_token: Distribution<Duration>,
     /// Output token count.
     pub output_tokens: Distribution<u32>,
+    /// Prefill time per 1000 uncached prompt tokens (`None`: none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefill_per_1k_tokens: Option<Duration>,
 }
 
 /// The resolved capacity model.
@@ -258,6 +264,7 @@ impl Default for Profile {
                 ttft: Distribution::fixed(Duration::ZERO),
                 inter_token: Distribution::fixed(Duration::ZERO),
                 output_tokens: Distribution::fixed(16),
+                prefill_per_1k_tokens: None,
             },
             capacity: Capacity { slots: None, queue: DEFAULT_QUEUE, overflow: Overflow::TooManyRequests },
             rate_limit: RateLimit::default(),
@@ -300,6 +307,9 @@ impl Profile {
         set(&mut self.latency.ttft, l.ttft);
         set(&mut self.latency.inter_token, l.inter_token);
         set(&mut self.latency.output_tokens, l.output_tokens);
+        if l.prefill_per_1k_tokens.is_some() {
+            self.latency.prefill_per_1k_tokens = l.prefill_per_1k_tokens;
+        }
         let c = layer.capacity;
         if c.slots.is_some() {
             self.capacity.slots = c.slots;

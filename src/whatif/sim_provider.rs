@@ -277,6 +277,7 @@ mod tests {
                 ttft: Distribution::Lognormal { p50: D::from_millis(400), p99: D::from_millis(1500) },
                 inter_token: Distribution::fixed(D::from_millis(20)),
                 output_tokens: Distribution::fixed(10),
+                prefill_per_1k_tokens: None,
             },
             ..Profile::default()
         };

@@ -16,6 +16,7 @@ fn upstream(slots: Option<u32>, service_ms: u64) -> Upstream {
             ttft: Distribution::fixed(D::from_millis(service_ms)),
             inter_token: Distribution::fixed(D::from_millis(0)),
             output_tokens: Distribution::fixed(1),
+            prefill_per_1k_tokens: None,
         },
         ..Profile::default()
     };

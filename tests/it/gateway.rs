@@ -220,6 +220,27 @@ async fn streams_pass_through_token_by_token_with_ids_propagated() {
 }
 
 #[tokio::test]
+async fn the_output_tokens_header_reaches_the_upstream_through_chat_and_responses() {
+    let mock = common::mock(Profile::default()).await;
+    let gw = gateway("hardened", &[mock.uri()], |_| {}).await;
+    for (path, body) in [
+        ("/v1/chat/completions", common::chat_body("trace replay", false)),
+        ("/v1/responses", serde_json::json!({"model": "m", "input": "trace replay", "stream": true})),
+    ] {
+        let resp = common::http()
+            .post(format!("{}{path}", gw.uri()))
+            .header("x-chaos-output-tokens", "23")
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 200, "{path}");
+        let _ = resp.text().await;
+        assert_eq!(mock.attempts().pop().unwrap().output_tokens, 23, "{path}: the default would be 16");
+    }
+}
+
+#[tokio::test]
 async fn the_breaker_opens_on_the_failure_rate_answers_with_a_fallback_and_closes_after_probes() {
     let mock = common::mock(Profile::default()).await;
     let gw = gateway("hardened", &[mock.uri()], |c| {

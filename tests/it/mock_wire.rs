@@ -27,7 +27,10 @@ fn chat_tools() -> Value {
 }
 
 fn tools_profile(probability: f64, parallel: u32) -> Profile {
-    Profile { tool_calls: ToolCalls { probability, parallel, arguments_tokens: 12 }, ..Profile::default() }
+    Profile {
+        tool_calls: ToolCalls { probability, parallel, arguments_tokens: 12, rounds: None },
+        ..Profile::default()
+    }
 }
 
 async fn post(
@@ -36,7 +39,19 @@ async fn post(
     body: &Value,
     headers: &[(&str, &str)],
 ) -> (u16, reqwest::header::HeaderMap, String) {
-    let mut req = common::http().post(format!("{}{path}", mock.uri())).json(body);
+    post_on(&common::http(), mock, path, body, headers).await
+}
+
+/// [`post`] on a client of the test's own: tests that send many requests keep one, as building
+/// a client costs more than a request to the mock.
+async fn post_on(
+    http: &reqwest::Client,
+    mock: &MockUpstream,
+    path: &str,
+    body: &Value,
+    headers: &[(&str, &str)],
+) -> (u16, reqwest::header::HeaderMap, String) {
+    let mut req = http.post(format!("{}{path}", mock.uri())).json(body);
     for (k, v) in headers {
         req = req.header(*k, *v);
     }
@@ -242,11 +257,11 @@ async fn tool_choice_none_forbids_a_call_and_a_named_tool_forces_that_one() {
 #[tokio::test]
 async fn the_probability_decides_how_often_auto_answers_call_a_tool() {
     let mock = common::mock(tools_profile(0.3, 1)).await;
-    let mut calls = 0;
+    let (mut calls, http) = (0, common::http());
     for i in 0..200 {
         let body =
             json!({"model": "m", "messages": [{"role": "user", "content": format!("q{i}")}], "tools": chat_tools()});
-        let (_, _, text) = post(&mock, "/v1/chat/completions", &body, &[]).await;
+        let (_, _, text) = post_on(&http, &mock, "/v1/chat/completions", &body, &[]).await;
         let v: Value = serde_json::from_str(&text).unwrap();
         calls += usize::from(v["choices"][0]["message"]["tool_calls"].is_array());
     }
@@ -286,6 +301,74 @@ async fn anthropic_tool_use_whole_and_streamed_as_input_json_deltas() {
     let delta = ev.iter().find(|(n, _)| n == "message_delta").unwrap();
     assert_eq!(delta.1["delta"]["stop_reason"], "tool_use");
     assert_eq!(ev.last().unwrap().0, "message_stop");
+}
+
+/// An agent's follow-up request on `path` carrying `rounds` tool rounds (two parallel calls
+/// each), offering `get_weather` with `tool_choice` auto, in that API's shapes.
+fn agent_request(path: &str, rounds: usize) -> Value {
+    let mut items = vec![json!({"role": "user", "content": "weather in Oslo and Bergen?"})];
+    for r in 0..rounds {
+        let id = |k: usize| format!("call_{r}_{k}");
+        match path {
+            "/v1/chat/completions" => {
+                let call = |k| json!({"id": id(k), "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\":\"Oslo\",\"days\":1}"}});
+                items.push(json!({"role": "assistant", "content": null, "tool_calls": [call(0), call(1)]}));
+                items.extend((0..2).map(|k| json!({"role": "tool", "tool_call_id": id(k), "content": "12 C"})));
+            }
+            "/v1/responses" => {
+                items.extend((0..2).map(|k| json!({"type": "function_call", "call_id": id(k), "name": "get_weather", "arguments": "{\"city\":\"Oslo\",\"days\":1}"})));
+                items.extend(
+                    (0..2).map(|k| json!({"type": "function_call_output", "call_id": id(k), "output": "12 C"})),
+                );
+            }
+            _ => {
+                let uses: Vec<Value> = (0..2).map(|k| json!({"type": "tool_use", "id": id(k), "name": "get_weather", "input": {"city": "Oslo", "days": 1}})).collect();
+                items.push(json!({"role": "assistant", "content": uses}));
+                let results: Vec<Value> =
+                    (0..2).map(|k| json!({"type": "tool_result", "tool_use_id": id(k), "content": "12 C"})).collect();
+                items.push(json!({"role": "user", "content": results}));
+            }
+        }
+    }
+    match path {
+        "/v1/chat/completions" => json!({"model": "m", "messages": items, "tools": chat_tools()}),
+        "/v1/responses" => json!({"model": "m", "input": items,
+            "tools": [{"type": "function", "name": "get_weather", "parameters": tool("w")}]}),
+        _ => json!({"model": "claude-x", "max_tokens": 200, "messages": items,
+            "tools": [{"name": "get_weather", "input_schema": tool("w")}]}),
+    }
+}
+
+/// Whether an answer on `path` calls a tool, as its client reads it.
+fn calls_a_tool(path: &str, text: &str) -> bool {
+    let v: Value = serde_json::from_str(text).unwrap();
+    match path {
+        "/v1/chat/completions" => v["choices"][0]["finish_reason"] == "tool_calls",
+        "/v1/responses" => v["output"].as_array().unwrap().iter().any(|i| i["type"] == "function_call"),
+        _ => v["stop_reason"] == "tool_use",
+    }
+}
+
+#[tokio::test]
+async fn a_conversation_gets_tool_calls_for_its_rounds_then_text_in_every_api() {
+    let mut p = tools_profile(1.0, 1);
+    p.tool_calls.rounds = Some(3);
+    let (mock, http) = (common::mock(p).await, common::http());
+    for path in ["/v1/chat/completions", "/v1/responses", "/v1/messages"] {
+        let mut called = Vec::new();
+        for rounds in 0..=3 {
+            let (status, _, text) = post_on(&http, &mock, path, &agent_request(path, rounds), &[]).await;
+            assert_eq!(status, 200, "{path} {text}");
+            let a = mock.attempts().pop().unwrap();
+            assert_eq!(calls_a_tool(path, &text), a.tool_calls > 0, "{path}: the log agrees with the answer");
+            called.push(calls_a_tool(path, &text));
+        }
+        assert_eq!(called, [true, true, true, false], "{path}: probability 1, rounds 3");
+    }
+    let mut required = agent_request("/v1/chat/completions", 3);
+    required["tool_choice"] = json!("required");
+    let (_, _, text) = post(&mock, "/v1/chat/completions", &required, &[]).await;
+    assert!(calls_a_tool("/v1/chat/completions", &text), "`required` still forces a call");
 }
 
 // ---- Tool-call faults --------------------------------------------------------------------
@@ -495,16 +578,228 @@ async fn a_repeated_prefix_is_a_cache_hit_in_usage_and_time_to_first_token() {
     assert!(start["message"]["usage"]["cache_read_input_tokens"].as_u64().unwrap() >= 256);
 }
 
+/// Block `i`: 2032 ASCII characters, exactly 512 tokens of prefix as one message (the mock's
+/// estimate: ceil(characters / 4) + 4 a message, + 3 a prompt).
+fn block(i: usize) -> String {
+    let mut text = format!("block {i:04}: ").repeat(200);
+    text.truncate(2032);
+    text
+}
+
+/// A request on `path` of one user message per block.
+fn blocks_request(path: &str, ids: impl IntoIterator<Item = usize>) -> Value {
+    let messages: Vec<Value> = ids.into_iter().map(|i| json!({"role": "user", "content": block(i)})).collect();
+    match path {
+        "/v1/messages" => json!({"model": "claude-x", "max_tokens": 20, "messages": messages}),
+        "/v1/responses" => json!({"model": "m", "input": messages}),
+        _ => json!({"model": "m", "messages": messages}),
+    }
+}
+
+/// `(prompt tokens, cached tokens)` as each API's usage reports them.
+fn cache_usage(path: &str, text: &str) -> (u64, u64) {
+    let u = serde_json::from_str::<Value>(text).unwrap()["usage"].clone();
+    let n = |v: &Value| v.as_u64().unwrap();
+    match path {
+        "/v1/messages" => {
+            let cached = n(&u["cache_read_input_tokens"]);
+            (n(&u["input_tokens"]) + cached + n(&u["cache_creation_input_tokens"]), cached)
+        }
+        "/v1/responses" => (n(&u["input_tokens"]), n(&u["input_tokens_details"]["cached_tokens"])),
+        _ => (n(&u["prompt_tokens"]), n(&u["prompt_tokens_details"]["cached_tokens"])),
+    }
+}
+
+#[tokio::test]
+async fn prompts_sharing_12_of_14_blocks_read_exactly_12_blocks_from_the_cache() {
+    let ttft = Duration::from_millis(100);
+    for path in ["/v1/chat/completions", "/v1/messages", "/v1/responses"] {
+        let mut p = Profile::fixed(ttft, 8);
+        p.prompt_cache = Some(PromptCache { block_tokens: 512, ..PromptCache::default() });
+        let mock = common::mock(p).await;
+        let (_, _, first) = post(&mock, path, &blocks_request(path, 0..14), &[]).await;
+        let (_, _, second) = post(&mock, path, &blocks_request(path, (0..12).chain([100, 101])), &[]).await;
+        assert_eq!(cache_usage(path, &first), (14 * 512 + 3, 0), "{path}: {first}");
+        assert_eq!(cache_usage(path, &second), (14 * 512 + 3, 12 * 512), "{path}: {second}");
+        let log = mock.attempts();
+        assert_eq!((log[0].cached_tokens, log[1].cached_tokens), (0, 6144), "{path}");
+        // The constant ttft falls by prefill_share × cached / prompt: 100 ms × (1 − 0.5 × 6144 / 7171).
+        let expected = ttft.mul_f64(1.0 - 0.5 * 6144.0 / 7171.0);
+        let took = |i: usize| Duration::from_micros(log[i].ttft_us.unwrap());
+        assert!(took(0) >= ttft && took(0) < ttft + Duration::from_millis(150), "{path}: {:?}", took(0));
+        assert!(took(1) >= expected && took(1) < expected + Duration::from_millis(150), "{path}: {:?}", took(1));
+    }
+}
+
+#[tokio::test]
+async fn a_ttl_expiry_on_prompt_caches_empties_them_at_its_instant_and_they_fill_again() {
+    let cache = PromptCache { min_tokens: 64, block_tokens: 64, ..PromptCache::default() };
+    let mock = common::mock(Profile { prompt_cache: Some(cache), ..Profile::default() }).await;
+    let conversation = |c: usize| {
+        let system = format!("You are assistant {c}. ").repeat(20);
+        json!({"model": "m", "messages": [{"role": "system", "content": system}, {"role": "user", "content": "go on"}]})
+    };
+    // One client: a new one per request costs more than the request.
+    let (http, url) = (common::http(), format!("{}/v1/chat/completions", mock.uri()));
+    let send_all = || async {
+        for c in 0..10 {
+            let resp = http.post(&url).json(&conversation(c)).send().await.unwrap();
+            assert_eq!(resp.status(), 200);
+            resp.bytes().await.unwrap();
+        }
+    };
+    for _ in 0..20 {
+        send_all().await;
+    }
+    let before = mock.attempts();
+    let hits = before.iter().filter(|a| a.cached_tokens > 0).count();
+    assert_eq!(hits, 190, "every conversation hits but its first time: 95 %");
+    // The window starts now and ends 100 ms later: the instant.
+    let mut fault = Fault::ttl_expiry(Duration::from_millis(100)).named("expire");
+    if let Fault::TtlExpiry(t) = &mut fault {
+        t.prompt_cache = Some(true);
+    }
+    let group = None;
+    mock.add_faults(vec![chaos::scenario::NamedFault { name: "expire".into(), fault, group }]).unwrap();
+    let cleared = || mock.events().into_iter().find(|e| e.upstream.is_some());
+    assert!(common::eventually(|| cleared().is_some()).await, "{:?}", mock.events());
+    let event = cleared().unwrap();
+    assert_eq!((event.kind, event.fault.as_deref()), (chaos::mock::EventKind::FlushOk, Some("expire")));
+    assert!(event.detail.as_deref().unwrap().contains("prompt cache cleared"), "{event:?}");
+    send_all().await;
+    send_all().await;
+    let after = &mock.attempts()[before.len()..];
+    let cached: Vec<bool> = after.iter().map(|a| a.cached_tokens > 0).collect();
+    assert_eq!(&cached[..10], [false; 10], "right after the instant: nothing cached");
+    assert_eq!(&cached[10..], [true; 10], "and the next turn hits again");
+}
+
 #[tokio::test]
 async fn a_hit_rate_cache_reports_hits_at_that_rate() {
     let cache = PromptCache { min_tokens: 1, block_tokens: 1, hit_rate: Some(0.5), ..PromptCache::default() };
     let p = Profile { prompt_cache: Some(cache), ..Profile::default() };
-    let mock = common::mock(p).await;
+    let (mock, http) = (common::mock(p).await, common::http());
     for i in 0..100 {
-        common::chat(&mock, &format!("unique prompt {i}"), false).await;
+        let body = common::chat_body(&format!("unique prompt {i}"), false);
+        post_on(&http, &mock, "/v1/chat/completions", &body, &[]).await;
     }
     let hits = mock.attempts().iter().filter(|a| a.cached_tokens > 0).count();
     assert!((30..=70).contains(&hits), "{hits} of 100");
+}
+
+// ---- Exact output length ------------------------------------------------------------------
+
+/// `(usage output tokens, content deltas or words)` of an answer in any API, whole or streamed.
+fn output_of(path: &str, stream: bool, text: &str) -> (u64, usize) {
+    if !stream {
+        let v: Value = serde_json::from_str(text).unwrap();
+        return match path {
+            "/v1/messages" => {
+                let words = v["content"][0]["text"].as_str().unwrap().split(' ').count();
+                (v["usage"]["output_tokens"].as_u64().unwrap(), words)
+            }
+            "/v1/responses" => {
+                let words = v["output"][0]["content"][0]["text"].as_str().unwrap().split(' ').count();
+                (v["usage"]["output_tokens"].as_u64().unwrap(), words)
+            }
+            _ => {
+                let words = v["choices"][0]["message"]["content"].as_str().unwrap().split(' ').count();
+                (v["usage"]["completion_tokens"].as_u64().unwrap(), words)
+            }
+        };
+    }
+    match path {
+        "/v1/messages" => {
+            let ev = events(text);
+            let deltas = ev.iter().filter(|(n, _)| n == "content_block_delta").count();
+            let usage = ev.iter().find(|(n, _)| n == "message_delta").unwrap().1["usage"]["output_tokens"].clone();
+            (usage.as_u64().unwrap(), deltas)
+        }
+        "/v1/responses" => {
+            let ev = events(text);
+            let deltas = ev.iter().filter(|(n, _)| n == "response.output_text.delta").count();
+            (ev.last().unwrap().1["response"]["usage"]["output_tokens"].as_u64().unwrap(), deltas)
+        }
+        _ => {
+            let chunks: Vec<Value> = common::sse_data(text)
+                .iter()
+                .filter(|d| *d != "[DONE]")
+                .map(|d| serde_json::from_str(d).unwrap())
+                .collect();
+            let deltas =
+                chunks.iter().filter(|c| c["choices"][0]["delta"]["content"].as_str().is_some_and(|t| !t.is_empty()));
+            let usage = chunks.iter().find(|c| c["usage"].is_object()).unwrap()["usage"]["completion_tokens"].clone();
+            (usage.as_u64().unwrap(), deltas.count())
+        }
+    }
+}
+
+fn body_for(path: &str, stream: bool, max_tokens: Option<u32>) -> Value {
+    let mut body = match path {
+        "/v1/messages" => {
+            json!({"model": "claude-x", "max_tokens": 4096, "messages": [{"role": "user", "content": "hi"}]})
+        }
+        "/v1/responses" => json!({"model": "m", "input": "hi"}),
+        _ => {
+            json!({"model": "m", "messages": [{"role": "user", "content": "hi"}], "stream_options": {"include_usage": true}})
+        }
+    };
+    body["stream"] = json!(stream);
+    if let Some(m) = max_tokens {
+        body[if path == "/v1/responses" { "max_output_tokens" } else { "max_tokens" }] = json!(m);
+    }
+    if !stream {
+        body.as_object_mut().unwrap().remove("stream_options");
+    }
+    body
+}
+
+#[tokio::test]
+async fn the_output_tokens_header_sets_the_answer_length_in_every_api_capped_by_max_tokens() {
+    let (mock, http) = (common::mock(Profile::default()).await, common::http());
+    assert_eq!(Profile::default().latency.output_tokens, chaos::scenario::Distribution::fixed(16));
+    for path in ["/v1/chat/completions", "/v1/messages", "/v1/responses"] {
+        for stream in [false, true] {
+            let cases: [(Option<&str>, Option<u32>, u64); 6] = [
+                (Some("37"), None, 37),
+                (Some("37"), Some(10), 10),
+                (None, None, 16),
+                (Some("0"), None, 16),
+                (Some("1000001"), None, 16),
+                (Some("many"), None, 16),
+            ];
+            for (header, max_tokens, want) in cases {
+                let headers: Vec<(&str, &str)> = header.map(|h| ("x-chaos-output-tokens", h)).into_iter().collect();
+                let (status, _, text) =
+                    post_on(&http, &mock, path, &body_for(path, stream, max_tokens), &headers).await;
+                assert_eq!(status, 200, "{path} {text}");
+                let case = format!("{path} stream={stream} header={header:?} max_tokens={max_tokens:?}");
+                assert_eq!(output_of(path, stream, &text), (want, want as usize), "{case}");
+                assert_eq!(u64::from(mock.attempts().pop().unwrap().output_tokens), want, "{case}");
+            }
+        }
+    }
+}
+
+// ---- Prefill ---------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn the_prompts_length_adds_prefill_time_to_the_first_token() {
+    let mut p = Profile::default();
+    p.latency.prefill_per_1k_tokens = Some(Duration::from_millis(100).into());
+    let mock = common::mock(p).await;
+    // ceil(4000 / 4) + 4 per message + 3 = 1007 tokens: 100.7 ms; "hi" is 8 tokens: 0.8 ms.
+    for (prompt, stream) in [("x".repeat(4000), false), ("hi".into(), false), ("x".repeat(4000), true)] {
+        post(&mock, "/v1/chat/completions", &common::chat_body(&prompt, stream), &[]).await;
+    }
+    let log = mock.attempts();
+    let ttft = |i: usize| Duration::from_micros(log[i].ttft_us.unwrap());
+    assert_eq!((log[0].prompt_tokens, log[1].prompt_tokens), (1007, 8));
+    for long in [ttft(0), ttft(2)] {
+        assert!(long >= Duration::from_micros(100_700), "no sooner than its prefill: {long:?}");
+        assert!(long < Duration::from_millis(1100), "{long:?}");
+    }
+    assert!(ttft(1) < ttft(0) - Duration::from_millis(50), "a short prompt is quick: {:?} vs {:?}", ttft(1), ttft(0));
 }
 
 // ---- Provider quirks ----------------------------------------------------------------------
@@ -530,11 +825,11 @@ async fn quirks_duplicate_frames_null_choices_and_drop_the_usage_chunk() {
 #[tokio::test]
 async fn a_tool_call_fault_applies_at_its_probability() {
     let fault = Fault::tool_call(ToolCallMode::InvalidArguments).probability(0.2);
-    let mock = common::mock_with(tools_profile(0.5, 1), vec![fault]).await;
+    let (mock, http) = (common::mock_with(tools_profile(0.5, 1), vec![fault]).await, common::http());
     for i in 0..300 {
         let body =
             json!({"model": "m", "messages": [{"role": "user", "content": format!("q{i}")}], "tools": chat_tools()});
-        post(&mock, "/v1/chat/completions", &body, &[]).await;
+        post_on(&http, &mock, "/v1/chat/completions", &body, &[]).await;
     }
     let hit = mock.attempts().iter().filter(|a| a.decision == Decision::ToolCall).count();
     // Binomial(300, 0.2): mean 60, sd 6.9; ±4 sd.

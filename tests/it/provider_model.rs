@@ -23,6 +23,7 @@ fn upstream() -> Upstream {
             ttft: Distribution::Uniform { min: D::from_millis(1), max: D::from_millis(3) },
             inter_token: Distribution::Fixed { value: D::from_micros(50) },
             output_tokens: Distribution::Uniform { min: 1, max: 40 },
+            prefill_per_1k_tokens: None,
         },
         ..Profile::default()
     };

@@ -76,6 +76,7 @@ fn omitted_keys_take_documented_defaults() {
     assert_eq!(p.capacity.overflow, Overflow::TooManyRequests);
     assert_eq!(p.latency.ttft, Distribution::fixed(Duration::ZERO));
     assert_eq!(p.latency.output_tokens, Distribution::fixed(16));
+    assert_eq!(p.latency.prefill_per_1k_tokens, None, "the prompt's length costs no time");
     assert_eq!((p.rate_limit.rpm, p.rate_limit.tpm), (None, None));
     assert_eq!(p.max_body_bytes, 4 << 20);
     assert_eq!(scenario("name = \"s\"\n[[upstream]]\nname = \"u\"\n").seed, 1);
@@ -122,6 +123,33 @@ fn inline_overrides_replace_only_the_keys_they_set() {
     assert_eq!((u.profile.capacity.slots, u.profile.capacity.queue), (Some(2), 10));
     assert_eq!(u.profile.latency.ttft, Distribution::fixed(Duration::from_secs(3)));
     assert_eq!(u.profile.latency.output_tokens, Distribution::fixed(5));
+}
+
+#[test]
+fn prefill_per_1k_tokens_is_set_in_a_profile_and_overridden_per_upstream() {
+    let pool = profile_from_source(&Source::new(
+        "pool.toml",
+        indoc! {r#"
+        [latency]
+        prefill_per_1k_tokens = "20ms"
+        [[upstream]]
+        name = "a"
+        [[upstream]]
+        name = "b"
+        latency.prefill_per_1k_tokens = "5ms"
+    "#},
+    ))
+    .unwrap_or_else(|e| panic!("{}", e.render()));
+    let prefill: Vec<_> = pool.iter().map(|u| u.profile.latency.prefill_per_1k_tokens).collect();
+    assert_eq!(prefill, [Some(MS(20)), Some(MS(5))]);
+}
+
+#[test]
+fn tool_rounds_are_a_limit_from_one_up_and_absent_is_unlimited() {
+    assert_eq!(profile("[tool_calls]\nrounds = 3\n").tool_calls.rounds, Some(3));
+    assert_eq!(profile("").tool_calls.rounds, None);
+    let zero = profile_from_source(&Source::new("p.toml", "[tool_calls]\nrounds = 0\n")).unwrap_err().render();
+    assert!(zero.contains("tool_calls.rounds") && zero.contains("≥ 1"), "{zero}");
 }
 
 #[test]

@@ -1,5 +1,5 @@
 //! What a profile says about the content of answers: how often a request that offers tools
-//! gets tool calls back (`[tool_calls]`), and the provider's prompt cache (`[prompt_cache]`),
+//! gets tool calls back, and for how many rounds of one conversation (`[tool_calls]`), and the provider's prompt cache (`[prompt_cache]`),
 //! which makes repeated prefixes cheaper and faster and is reported in each API's usage
 //! fields. Like every profile section, each key is optional in a layer.
 //!
@@ -22,6 +22,10 @@ pub struct ToolCallsSection {
     /// About how many tokens each call's arguments take (default 20; they stream in about
     /// that many fragments).
     pub arguments_tokens: Option<u32>,
+    /// Tool rounds one conversation gets at most: a request that already carries this many
+    /// rounds of tool results is answered with text under `tool_choice` auto (absent: no
+    /// limit).
+    pub rounds: Option<u32>,
 }
 
 /// The resolved `[tool_calls]`.
@@ -33,19 +37,23 @@ pub struct ToolCalls {
     pub parallel: u32,
     /// Tokens per call's arguments.
     pub arguments_tokens: u32,
+    /// Tool rounds per conversation at most (`None`: no limit).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rounds: Option<u32>,
 }
 
 impl Default for ToolCalls {
     fn default() -> Self {
-        Self { probability: 0.5, parallel: 1, arguments_tokens: 20 }
+        Self { probability: 0.5, parallel: 1, arguments_tokens: 20, rounds: None }
     }
 }
 
 /// The most calls one answer may carry.
 pub const MAX_PARALLEL: u32 = 16;
 
-/// `[prompt_cache]`: the provider caches prompt prefixes. Present (even empty), the cache is
-/// on.
+/// `[prompt_cache]`: the provider caches prompt prefixes, cut on message boundaries (the
+/// system prompt, then after each message); a request reads the longest one it finds. Present
+/// (even empty), the cache is on.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PromptCacheSection {
@@ -55,7 +63,8 @@ pub struct PromptCacheSection {
     pub block_tokens: Option<u32>,
     /// How long an entry lives after its last use (default 5m).
     pub ttl: Option<Duration>,
-    /// Entries kept at most (default 10000; the least recently used go first).
+    /// Entries kept at most, one per cached message boundary (default 10000; the least
+    /// recently used go first).
     pub capacity: Option<u32>,
     /// Share of the time to first token spent on the prompt, saved in proportion to the
     /// cached tokens on a hit (default 0.5).
@@ -107,6 +116,9 @@ impl ToolCalls {
         if let Some(n) = s.arguments_tokens {
             self.arguments_tokens = n;
         }
+        if s.rounds.is_some() {
+            self.rounds = s.rounds;
+        }
     }
 }
 
@@ -136,6 +148,9 @@ pub(crate) fn problems(tools: &ToolCallsSection, cache: Option<&PromptCacheSecti
     }
     if let Some(n) = tools.arguments_tokens.filter(|n| !(1..=4096).contains(n)) {
         out.push("tool_calls.arguments_tokens", n.to_string(), "1 to 4096 tokens");
+    }
+    if tools.rounds == Some(0) {
+        out.push("tool_calls.rounds", "0", "an integer ≥ 1 (omit the key for no limit)");
     }
     let Some(c) = cache else { return };
     if let Some(p) = share(c.prefill_share) {
