@@ -61,10 +61,20 @@ pub fn charts_for(series: &Series, s: &Summary) -> Vec<(String, Chart)> {
     out
 }
 
+/// A sweep's x axis for its load unit.
+fn axis_unit(unit: &str) -> &'static str {
+    match unit {
+        "users" => "users (closed load)",
+        "sessions" => "concurrent sessions (closed load)",
+        "sessions/s" => "sessions started per second",
+        _ => "offered load (req/s)",
+    }
+}
+
 /// A sweep's latency and throughput against load, with the knee and the safe limit marked.
 fn sweep_charts(s: &Summary, sw: &analysis::sweep::SweepAnalysis) -> Vec<(String, Chart)> {
     let mut out = Vec::new();
-    let unit = if sw.unit == "users" { "users (closed load)" } else { "offered load (req/s)" };
+    let unit = axis_unit(&sw.unit);
     let mut markers = Vec::new();
     if let Some(k) = &sw.knee {
         markers.push(Marker { x: k.load, label: format!("knee: {} {}", k.load, sw.unit), color: 3 });
@@ -221,7 +231,7 @@ fn measured_steps<'a>(
 /// condition's knee and the recommended limit marked.
 fn condition_charts(s: &Summary) -> Vec<(String, Chart)> {
     let Some(first) = s.conditions.first() else { return Vec::new() };
-    let unit = if first.sweep.unit == "users" { "users (closed load)" } else { "offered load (req/s)" };
+    let unit = axis_unit(&first.sweep.unit);
     let mut markers = Vec::new();
     for (i, c) in s.conditions.iter().enumerate() {
         if let Some(k) = &c.sweep.knee {
@@ -414,7 +424,7 @@ mod tests {
                 _ => None,
             })
             .collect();
-        assert_eq!(ranges.len(), 4, "latency, outcomes, amplification, concurrency");
+        assert_eq!(ranges.len(), 5, "latency, outcomes, amplification, concurrency, prompt cache");
         assert!(ranges.iter().all(|r| *r == Some((0.0, s.duration_s))), "{ranges:?}");
         let Chart::Lines(latency) = &charts[0].1 else { panic!("latency first") };
         assert_eq!(latency.lines[0].points[0].0, 2.0, "a 4 s bucket is drawn at its centre");
@@ -563,7 +573,11 @@ mod tests {
                 _ => None,
             })
             .collect();
-        assert_eq!(timed.len(), 7, "latency, outcomes, amplification, concurrency, upstream share, 2 what-if");
+        assert_eq!(
+            timed.len(),
+            8,
+            "latency, outcomes, amplification, concurrency, upstream share, prompt cache, 2 what-if"
+        );
         for l in timed {
             assert!(
                 ["send time", "completion time", "wall time"].iter().any(|b| l.x_label.contains(b)),

@@ -123,7 +123,7 @@ pub(super) fn prompt_cache(series: &Series, f: &Frame) -> Option<Chart> {
         max_gap: Some(1.5),
         ..f.lines(
             "Prompt cache: share of the upstream's served attempts that read a cached prefix, each second".into(),
-            "attempt time since load start (s)",
+            "wall time of the attempt since load start (s)",
             "hit rate",
             vec![Line { name: "hit rate".into(), points: series.prompt_cache_hits.clone(), color: 2 }],
         )
