@@ -232,8 +232,10 @@ fn round3(v: f64) -> f64 {
 /// timeline, for a sweep without conditions.
 pub fn sweeps(s: &Summary) -> (Option<SweepAnalysis>, Vec<ConditionSweep>, Option<Recommended>) {
     let steps: Vec<&StageSummary> = s.stages.iter().filter(|st| st.kind == "step").collect();
-    let unit = match steps.first().map(|st| st.level) {
-        Some(Level::Open { .. }) => "rps",
+    let unit = match (steps.first().map(|st| st.level), s.generator.sessions.is_some()) {
+        (Some(Level::Open { .. }), false) => "rps",
+        (Some(Level::Open { .. }), true) => "sessions/s",
+        (_, true) => "sessions",
         _ => "users",
     };
     let mut names: Vec<&str> = Vec::new();

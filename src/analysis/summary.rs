@@ -301,6 +301,10 @@ pub struct GeneratorSummary {
     /// simulated runs, have no usage to compare: their answers are not "without usage").
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub reads_usage: bool,
+    /// `conversation` or `agent` when each user or arrival ran a session (`[load.session]`):
+    /// a closed sweep's load is then concurrent sessions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sessions: Option<String>,
 }
 
 fn one() -> u32 {
@@ -544,6 +548,7 @@ impl Summary {
                 shard: None,
                 shared_mock: false,
                 reads_usage: false,
+                sessions: None,
             },
             upstreams: id.upstreams,
             faults: id.faults,

@@ -224,6 +224,10 @@ pub(super) fn measured(id: RunIdentity, m: &Measured<'_>) -> Summary {
             shard: m.shard.map(|s| s.to_string()),
             shared_mock: m.shared_mock,
             reads_usage: true,
+            sessions: m.load.session.as_ref().map(|x| match x.kind {
+                crate::scenario::workload::SessionKind::Conversation => "conversation".into(),
+                crate::scenario::workload::SessionKind::Agent => "agent".into(),
+            }),
         },
         ..Summary::empty(id)
     }
