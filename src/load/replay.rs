@@ -25,7 +25,16 @@ const BLOCK_CHARS: usize = 4 * (BLOCK_TOKENS as usize - 4);
 /// `[chaos:ID]` marker to end the prompt with, if ids ride in the prompt.
 pub(super) fn body(load: &Load, seed: u64, index: u32, row: &TraceRow, marker: Option<&str>) -> bytes::Bytes {
     let mut c = Conversation::new(String::new());
-    let blocks = row.input.div_ceil(BLOCK_TOKENS).max(1);
+    let mut blocks = row.input.div_ceil(BLOCK_TOKENS).max(1);
+    let mut left = row.input.saturating_sub(BLOCK_TOKENS * (blocks - 1));
+    // A message costs 4 tokens before its text: a last block of 4 tokens or fewer cannot be a
+    // message of its own, so the block before it carries those tokens.
+    let folded = if blocks > 1 && left <= 4 {
+        blocks -= 1;
+        std::mem::replace(&mut left, BLOCK_TOKENS)
+    } else {
+        0
+    };
     for i in 0..blocks {
         let key = match row.blocks.get(i as usize) {
             Some(&id) => u64::from(id),
@@ -35,8 +44,7 @@ pub(super) fn body(load: &Load, seed: u64, index: u32, row: &TraceRow, marker: O
         let chars = if i + 1 < blocks {
             BLOCK_CHARS
         } else {
-            let left = row.input.saturating_sub(BLOCK_TOKENS * (blocks - 1));
-            4 * (left.saturating_sub(4) as usize).max(1)
+            4 * (left.saturating_sub(4) as usize).max(1) + 4 * folded as usize
         };
         let mut text = text_of(seed, key, chars);
         if i + 1 == blocks
@@ -79,6 +87,17 @@ mod tests {
         assert_eq!(chars.div_ceil(4) + 4 * ma.len() + 3, 7000 + 3);
         let v: serde_json::Value = serde_json::from_slice(&body(&l, 1, 0, &a, None)).unwrap();
         assert_eq!(v["max_tokens"], 12, "the row's output length");
+    }
+
+    #[test]
+    fn every_input_length_from_5_tokens_is_sent_exactly() {
+        let l = load();
+        for input in (5..1100).chain([2048, 2049, 2052, 2053, 100_000]) {
+            let row = TraceRow { offset_us: 0, input, output: 1, blocks: Box::new([]) };
+            let m = messages(&body(&l, 1, 0, &row, None));
+            let chars: usize = m.iter().map(String::len).sum();
+            assert_eq!(chars.div_ceil(4) + 4 * m.len(), input as usize, "input {input}");
+        }
     }
 
     #[test]
