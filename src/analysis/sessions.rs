@@ -89,15 +89,25 @@ pub struct StepRow {
 /// Sessions in flight, measured and by Little's law.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Concurrency {
-    /// Sessions started per second, over the span sessions were started in (first to last
-    /// start).
+    /// Sessions started per second in the window.
     pub arrival_rate: f64,
     /// Mean duration of a finished session, s.
     pub mean_duration_s: f64,
     /// Little's law: arrival_rate × mean duration.
     pub little: f64,
-    /// Measured: session-seconds inside that span over its length.
+    /// Measured: session-seconds inside the window over its length.
     pub measured: f64,
+    /// Seconds the law was measured over: whole mean durations from one after the first start,
+    /// up to the last start.
+    #[serde(default)]
+    pub window_s: f64,
+    /// Whether that window was a steady state (at least one mean duration long, after the
+    /// first); false: the run was too short and both figures cover every start.
+    #[serde(default)]
+    pub steady: bool,
+    /// Requests per second each session in flight costs: `request_rate` ÷ `measured`.
+    #[serde(default)]
+    pub request_rate_per_session: Option<f64>,
     /// Requests per second the sessions sent: what the concurrency costs in req/s.
     pub request_rate: f64,
 }
@@ -214,18 +224,34 @@ fn concurrency(tasks: &BTreeMap<u64, Task<'_>>, requests: u64) -> Option<Concurr
     if spans.len() < 2 || to <= from {
         return None;
     }
-    let window = (to - from) as f64 / 1e6;
     let finished: Vec<f64> = spans.iter().filter(|s| s.2).map(|(a, b, _)| b.saturating_sub(*a) as f64 / 1e6).collect();
     let mean_duration_s = if finished.is_empty() { 0.0 } else { finished.iter().sum::<f64>() / finished.len() as f64 };
-    // n starts in [from, to] are n − 1 gaps.
-    let arrival_rate = (spans.len() - 1) as f64 / window;
-    let busy: f64 = spans.iter().map(|(a, b, _)| ((*b).min(to).saturating_sub((*a).max(from))) as f64 / 1e6).sum();
+    // The law holds in a steady state. The first mean duration is not one: closed users all
+    // start at once, and open load starts from nobody in flight. Measure after it, over whole
+    // mean durations (closed users that started together start again together, in waves a
+    // mean duration apart: a window of whole periods holds whole waves), when at least one is
+    // left; otherwise over everything, and say so.
+    let d_us = (mean_duration_s * 1e6) as u64;
+    let settled = from + d_us;
+    let periods = if d_us > 0 && to > settled { (to - settled) / d_us } else { 0 };
+    let steady = periods >= 1;
+    let (lo, hi) = if steady { (settled, settled + periods * d_us) } else { (from, to) };
+    let window = (hi - lo) as f64 / 1e6;
+    // From the very first start to the last, n starts are n − 1 gaps.
+    let starts = if steady { spans.iter().filter(|s| s.0 >= lo && s.0 < hi).count() } else { spans.len() - 1 };
+    let arrival_rate = starts as f64 / window;
+    let busy: f64 = spans.iter().map(|(a, b, _)| ((*b).min(hi).saturating_sub((*a).max(lo))) as f64 / 1e6).sum();
+    let request_rate = requests as f64 / ((spans.iter().map(|s| s.1).max().unwrap_or(to) - from) as f64 / 1e6);
+    let measured = busy / window;
     Some(Concurrency {
         arrival_rate: round3(arrival_rate),
         mean_duration_s: round3(mean_duration_s),
         little: round3(arrival_rate * mean_duration_s),
-        measured: round3(busy / window),
-        request_rate: round3(requests as f64 / ((spans.iter().map(|s| s.1).max().unwrap_or(to) - from) as f64 / 1e6)),
+        measured: round3(measured),
+        request_rate_per_session: (measured > 0.0).then(|| round3(request_rate / measured)),
+        window_s: round3(window),
+        steady,
+        request_rate: round3(request_rate),
     })
 }
 

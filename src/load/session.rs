@@ -38,8 +38,8 @@ fn end_of(s: &Session, step: u32, sample: &Sample) -> Option<TaskEnd> {
 
 impl Shared {
     /// Runs session `id` (started in `stage` at `intended_us`) to its end, the run's stop, or
-    /// the end of the plan.
-    pub(super) async fn session(&self, id: u64, stage: u16, intended_us: u64) {
+    /// the end of the plan. Each step is recorded in the stage it is sent in.
+    pub(super) async fn session(&self, id: u64, mut stage: u16, intended_us: u64) {
         let Some(s) = self.load.session.as_ref() else { return };
         let think = Sampler::new(&s.think, false);
         let tools = Sampler::new(&s.tool_latency, false);
@@ -88,11 +88,21 @@ impl Shared {
                 }
             };
             let until = self.clock.now_us() + pause_us as u64;
-            if until >= self.schedule.end_us() || self.schedule.cut_by(until) || !self.sleep_until_us(until).await {
-                return; // the plan ends first: the session is left unfinished
+            if until >= self.schedule.end_us() || self.schedule.cut_by(until) {
+                // The plan ends first: the session is left unfinished. Its user thinks until
+                // then, as it would have; returning at once would have it start session after
+                // session, each cut after one step, in the plan's last think time.
+                self.sleep_until_us(until.min(self.schedule.end_us())).await;
+                return;
             }
+            if !self.sleep_until_us(until).await {
+                return;
+            }
+            // A step counts in the stage it is sent in (a session can outlive its stage).
+            at = self.clock.now_us();
+            stage = self.schedule.stage_at(at).and_then(|i| u16::try_from(i).ok()).unwrap_or(stage);
             let Some(next) = self.schedule.follow_up(stage) else { return };
-            (step, request, at) = (step + 1, next, self.clock.now_us());
+            (step, request) = (step + 1, next);
         }
     }
 }

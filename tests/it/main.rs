@@ -35,6 +35,7 @@ mod scenario_errors;
 mod scenario_format;
 mod scenarios;
 mod schema;
+mod sessions;
 mod urls;
 mod variants;
 mod whatif;

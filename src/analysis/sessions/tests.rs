@@ -99,3 +99,24 @@ fn sessions_in_flight_match_littles_law() {
     assert!((c.little - 6.0).abs() < 0.6, "{c:?}");
     assert!((c.measured - c.little).abs() / c.little < 0.05, "{c:?}");
 }
+
+#[test]
+fn closed_sessions_that_all_start_at_once_match_littles_law_after_the_first() {
+    // 40 users each running back-to-back sessions of 20 s for 100 s: L = 40 throughout, and
+    // λ = 40 / 20 = 2 a second once the first sessions have ended. Counting the 40 that
+    // start at 0 would give λ = 2.4 over the span and L = 48.
+    let mut samples = Vec::new();
+    let mut id = 0u64;
+    for user in 0..40u64 {
+        let mut t = user * 1000; // a millisecond apart
+        while t < 100 * SEC {
+            samples.push(step(id, id, 0, Some(TaskEnd::Done), t, t + 20 * SEC));
+            id += 1;
+            t += 20 * SEC;
+        }
+    }
+    let c = analyse(&samples, &[]).unwrap().concurrency.unwrap();
+    assert!(c.steady, "{c:?}");
+    assert!((c.arrival_rate - 2.0).abs() < 0.05, "{c:?}");
+    assert!((c.little - 40.0).abs() < 1.0 && (c.measured - 40.0).abs() < 0.5, "{c:?}");
+}
