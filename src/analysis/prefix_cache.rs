@@ -38,6 +38,14 @@ pub struct PrefixExpiry {
     pub hit_rate_before: Option<f64>,
     /// Hit rate in the second after.
     pub hit_rate_after: Option<f64>,
+    /// Share of the prompt tokens read from the cache over the 10 s before: a shared system
+    /// prompt is cached again by the first request after an expiry, so the hit rate can come
+    /// back at once while most tokens are still paid in full; this says how many.
+    #[serde(default)]
+    pub cached_share_before: Option<f64>,
+    /// The same in the second after.
+    #[serde(default)]
+    pub cached_share_after: Option<f64>,
     /// Attempts that paid full prefill (no cached prefix) in the second after.
     pub misses_after: u64,
     /// Full-prefill attempts in the second after, over the mean second before (∞ as None
@@ -90,23 +98,32 @@ pub fn analyse(attempts: &[Attempt], expiries: &[u64], t0_us: u64) -> Option<Pro
     let cached: u64 = all.iter().map(|a| u64::from(a.cached_tokens.min(a.prompt_tokens))).sum();
     let n = all.len() as u64;
     let rate = |h: u64, n: u64| (n > 0).then(|| round3(h as f64 / n as f64));
-    let window = |from: u64, to: u64| -> (u64, u64, u64) {
+    // (attempts, hits, prompt tokens of the misses, prompt tokens, cached tokens) in [from, to).
+    let window = |from: u64, to: u64| -> (u64, u64, u64, u64, u64) {
         let inside = all.iter().filter(|a| a.t_us >= from && a.t_us < to);
-        inside.fold((0, 0, 0), |(n, h, t), a| {
+        inside.fold((0, 0, 0, 0, 0), |(n, h, t, p, c), a| {
             let hit = a.cached_tokens > 0;
-            (n + 1, h + u64::from(hit), t + if hit { 0 } else { u64::from(a.prompt_tokens) })
+            let prompt = u64::from(a.prompt_tokens);
+            (
+                n + 1,
+                h + u64::from(hit),
+                t + if hit { 0 } else { prompt },
+                p + prompt,
+                c + u64::from(a.cached_tokens.min(a.prompt_tokens)),
+            )
         })
     };
+    let share = |cached: u64, prompt: u64| (prompt > 0).then(|| round3(cached as f64 / prompt as f64));
     let expiries = expiries
         .iter()
         .map(|&e| {
-            let (bn, bh, _) = window(e.saturating_sub(BEFORE_US), e);
-            let (an, ah, prefill) = window(e, e + 1_000_000);
+            let (bn, bh, _, bp, bc) = window(e.saturating_sub(BEFORE_US), e);
+            let (an, ah, prefill, ap, ac) = window(e, e + 1_000_000);
             let before = rate(bh, bn);
             let misses_before_per_s = (bn - bh) as f64 / (BEFORE_US as f64 / 1e6);
             let recovered_after_s = before.and_then(|b| {
                 (1..=AFTER_S as u64).find(|s| {
-                    let (n, h, _) = window(e + s * 1_000_000, e + (s + 1) * 1_000_000);
+                    let (n, h, ..) = window(e + s * 1_000_000, e + (s + 1) * 1_000_000);
                     n > 0 && h as f64 / n as f64 >= 0.9 * b
                 })
             });
@@ -114,6 +131,8 @@ pub fn analyse(attempts: &[Attempt], expiries: &[u64], t0_us: u64) -> Option<Pro
                 at_s: round3(e.saturating_sub(t0_us) as f64 / 1e6),
                 hit_rate_before: before,
                 hit_rate_after: rate(ah, an),
+                cached_share_before: share(bc, bp),
+                cached_share_after: share(ac, ap),
                 misses_after: an - ah,
                 fan_in: (misses_before_per_s > 0.0).then(|| round3((an - ah) as f64 / misses_before_per_s)),
                 prefill_tokens_after: prefill,
@@ -164,6 +183,8 @@ mod tests {
         assert_eq!((e.misses_after, e.prefill_tokens_after), (20, 40_000));
         assert_eq!(e.fan_in, Some(20.0), "20 misses against 1 a second before");
         assert_eq!(e.recovered_after_s, Some(2), "half at +1 s, 95 % again at +2 s");
+        // A hit reads 1536 of 2000 tokens: 0.95 × 0.768 before, nothing after.
+        assert_eq!((e.cached_share_before, e.cached_share_after), (Some(0.73), Some(0.0)));
         let hits = series(&attempts, 0);
         assert_eq!((hits[14].1, hits[15].1, hits[16].1), (0.95, 0.0, 0.5));
         assert!(analyse(&[attempt(0, 0)], &[], 0).is_none(), "nothing ever cached: no section");

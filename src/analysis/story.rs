@@ -10,7 +10,6 @@
 
 use super::Summary;
 use super::findings::{objective_words, share_against, window_words};
-use super::summary::Level;
 use crate::markup::code;
 
 /// The three sentences (fewer when there is nothing to say).
@@ -47,10 +46,11 @@ fn trim(v: f64) -> String {
     t.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
-fn level(l: &Level) -> String {
-    match l {
-        Level::Closed { users } => format!("{users} users"),
-        Level::Open { rate } => format!("{} req/s", trim(*rate)),
+/// A stage's load as a reader says it: its level, or the trace it replayed.
+fn stage_load(s: &Summary, st: &super::summary::StageSummary) -> String {
+    match &st.trace {
+        Some(t) => format!("{} at ×{}, {} requests", code(&t.file), trim(t.speed), st.requests),
+        None => st.level.label(s.generator.sessions.is_some()),
     }
 }
 
@@ -70,7 +70,7 @@ fn happened(s: &Summary) -> String {
                 s.duration_s
             );
         }
-        let levels: Vec<String> = s.stages.iter().map(|st| level(&st.level)).collect();
+        let levels: Vec<String> = s.stages.iter().map(|st| stage_load(s, st)).collect();
         return format!("No fault: {} stages ({}) over {:.0} s.", s.stages.len(), levels.join(" → "), s.duration_s);
     }
     let faults: Vec<String> = own
@@ -86,7 +86,7 @@ fn happened(s: &Summary) -> String {
                 .stages
                 .iter()
                 .filter(|st| st.start_s < f.end_s.unwrap_or(f64::MAX) && st.start_s + st.duration_s > f.start_s)
-                .map(|st| level(&st.level))
+                .map(|st| stage_load(s, st))
                 .collect::<std::collections::BTreeSet<_>>()
                 .into_iter()
                 .collect();

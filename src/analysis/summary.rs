@@ -101,6 +101,23 @@ pub enum Level {
     },
 }
 
+impl Level {
+    /// The level as a reader says it: `8 users` or `20 req/s`; with sessions (`[load.session]`)
+    /// a user holds a session and an arrival starts one: `8 sessions`, `2 sessions/s`.
+    pub fn label(&self, sessions: bool) -> String {
+        let trim = |v: f64| {
+            let t = format!("{v:.2}");
+            t.trim_end_matches('0').trim_end_matches('.').to_string()
+        };
+        match (self, sessions) {
+            (Self::Closed { users }, false) => format!("{users} users"),
+            (Self::Closed { users }, true) => format!("{users} sessions"),
+            (Self::Open { rate }, false) => format!("{} req/s", trim(*rate)),
+            (Self::Open { rate }, true) => format!("{} sessions/s", trim(*rate)),
+        }
+    }
+}
+
 /// Whether the generator could carry an open stage's schedule.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]

@@ -4,6 +4,7 @@
 use std::fmt::Write;
 
 use crate::load::Schedule;
+use crate::scenario::workload::SessionKind;
 use crate::scenario::{Duration, LoadLevel, Scenario, SutKind, wire_name};
 
 /// The timeline of `scenario` as text.
@@ -41,12 +42,36 @@ pub fn timeline(scenario: &Scenario) -> String {
         wire_name(&load.request_id),
         load.timeout
     );
+    if let Some(session) = &load.session {
+        let kind = match session.kind {
+            SessionKind::Conversation => format!("conversations of {} turns", session.turns),
+            SessionKind::Agent => format!("agent tasks of at most {} steps", session.max_steps),
+        };
+        let _ = writeln!(
+            out,
+            "sessions: {kind}, a {}-token system prompt, {} harness retries per step; a user holds one at a time, an open arrival starts one",
+            session.system_tokens, session.retries
+        );
+    }
     let _ = writeln!(out, "\nstages (times from the load start):");
-    let previews = Schedule::preview(&load.stages, scenario.seed, 5);
+    let previews = Schedule::preview(&load.stages, &load.traces, scenario.seed, 5);
+    let planned = Schedule::preview(&load.stages, &load.traces, scenario.seed, usize::MAX);
     for (i, s) in load.stages.iter().enumerate() {
-        let level = match s.level {
-            LoadLevel::Closed { users, think } => format!("{users} users, think {think}"),
-            LoadLevel::Open { rate, arrival } => format!("{rate} req/s, {} arrivals", wire_name(&arrival)),
+        let level = match (s.level, s.trace.and_then(|t| Some((t, load.traces.get(usize::from(t.trace))?)))) {
+            (_, Some((play, trace))) => {
+                let n = planned[i].len();
+                let file = trace.file.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
+                let from = crate::scenario::Duration::from_micros(play.from_us);
+                let rate = play.rate.map_or(String::new(), |r| format!(", thinned or superposed to {r} req/s"));
+                let mean = n as f64 / s.duration.as_std().as_secs_f64().max(1e-9);
+                format!("trace {file} from {from} at {}×{rate}: {n} requests, {mean:.2} req/s mean", play.speed)
+            }
+            (LoadLevel::Closed { users, .. }, None) if load.session.is_some() => format!("{users} concurrent sessions"),
+            (LoadLevel::Open { rate, arrival }, None) if load.session.is_some() => {
+                format!("{rate} sessions/s, {} arrivals", wire_name(&arrival))
+            }
+            (LoadLevel::Closed { users, think }, None) => format!("{users} users, think {think}"),
+            (LoadLevel::Open { rate, arrival }, None) => format!("{rate} req/s, {} arrivals", wire_name(&arrival)),
         };
         let warm = if s.warmup.as_std().is_zero() { String::new() } else { format!(", warm-up {}", s.warmup) };
         let _ =

@@ -398,6 +398,17 @@ pub const METRICS: &[Metric] = &[
     whole("session.tokens_per_task", "upstream tokens (input and output, every attempt) per finished task", Higher, Relative, |s| {
         s.sessions.as_ref().and_then(|x| x.tokens_per_task)
     }),
+    phased(
+        "schedule.lag_p99_ms",
+        "99th percentile of how late open load was sent against its plan, ms (the whole run: the worst phase)",
+        Higher,
+        Relative,
+        |st| st.schedule.as_ref().map(|x| x.lag_p99_ms),
+        Some(|s| s.stages.iter().filter_map(|st| st.schedule.as_ref().map(|x| x.lag_p99_ms)).reduce(f64::max)),
+    ),
+    whole("prompt_cache.hit_rate", "share of the upstream's served attempts that read a cached prompt prefix", Lower, RATE, |s| {
+        s.prompt_cache.as_ref().filter(|p| p.served > 0).map(|p| p.hit_rate)
+    }),
     whole(
         "recovery.seconds",
         "seconds to recover after a fault window (the slowest; did not recover fails)",

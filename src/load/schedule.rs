@@ -467,13 +467,13 @@ impl Schedule {
 
     /// The intended send times of the first `n` arrivals of every open stage, without
     /// disturbing the schedule (for `--dry-run` and determinism tests).
-    pub fn preview(stages: &[Stage], seed: u64, n: usize) -> Vec<Vec<u64>> {
-        let s = Self::new(stages, 0, seed, u64::MAX);
+    pub fn preview(stages: &[Stage], traces: &[Trace], seed: u64, n: usize) -> Vec<Vec<u64>> {
+        let s = Self::new(stages, 0, seed, u64::MAX).replaying(traces, seed);
         s.stages
             .iter()
             .enumerate()
             .map(|(i, p)| {
-                let mut a = Arrivals::new(seed, i, p);
+                let mut a = s.arrivals[i].lock().unwrap_or_else(|e| e.into_inner());
                 let mut out = Vec::new();
                 while out.len() < n && a.next_us < p.end_us && matches!(p.level, LoadLevel::Open { .. }) {
                     out.push(a.next_us);

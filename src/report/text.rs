@@ -56,10 +56,7 @@ pub fn stage_table(s: &Summary) -> (Vec<String>, Vec<Vec<String>>) {
             };
             vec![
                 text(&st.name),
-                match st.level {
-                    analysis::summary::Level::Closed { users } => format!("{users} users"),
-                    analysis::summary::Level::Open { rate } => format!("{rate} req/s"),
-                },
+                st.level.label(s.generator.sessions.is_some()),
                 st.requests.to_string(),
                 match (&st.slo, st.measurable) {
                     (_, false) => "too few".into(),
@@ -222,7 +219,12 @@ pub fn headlines(s: &Summary) -> Vec<String> {
         }
         out.push(line);
     }
-    if let Some(st) = &s.stampede {
+    if let Some(st) = s.stampede.as_ref().filter(|st| st.max_fanin == 0) {
+        let keys: u64 = st.events.iter().map(|e| e.keys_expired).sum();
+        out.push(format!(
+            "Cache stampede: none; no key of the {keys} whose answers expired at the TTL was fetched again right after it"
+        ));
+    } else if let Some(st) = &s.stampede {
         out.push(format!(
             "Cache stampede: at most **{}** upstream fetches for one key after a TTL expiry (ideal 1)",
             st.max_fanin

@@ -77,7 +77,25 @@ impl<Q: Quantity> Distribution<Q> {
     pub const fn fixed(value: Q) -> Self {
         Self::Fixed { value }
     }
+}
 
+impl Distribution<Duration> {
+    /// The same distribution with every draw multiplied by `factor` (`--time-scale`): each
+    /// time parameter is scaled, the Pareto shape is not.
+    pub fn scaled(self, factor: f64) -> Self {
+        let f = |d: Duration| d.scaled(factor);
+        match self {
+            Self::Fixed { value } => Self::Fixed { value: f(value) },
+            Self::Uniform { min, max } => Self::Uniform { min: f(min), max: f(max) },
+            Self::Normal { mean, stddev } => Self::Normal { mean: f(mean), stddev: f(stddev) },
+            Self::Lognormal { p50, p99 } => Self::Lognormal { p50: f(p50), p99: f(p99) },
+            Self::Exponential { mean } => Self::Exponential { mean: f(mean) },
+            Self::Pareto { scale, shape } => Self::Pareto { scale: f(scale), shape },
+        }
+    }
+}
+
+impl<Q: Quantity> Distribution<Q> {
     /// Checks parameters: returns (field, found, expected) for the first problem.
     pub fn problem(&self) -> Option<(&'static str, String, &'static str)> {
         match *self {

@@ -42,6 +42,8 @@ pub const METRIC_NAMES: &[(&str, bool)] = &[
     ("session.harness_attempts_per_step", false),
     ("session.upstream_attempts_per_step", false),
     ("session.tokens_per_task", false),
+    ("schedule.lag_p99_ms", true),
+    ("prompt_cache.hit_rate", false),
     ("recovery.seconds", false),
     ("failover.seconds", false),
     ("in_flight.max", false),

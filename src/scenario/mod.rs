@@ -463,7 +463,7 @@ impl Scenario {
     }
 
     /// The same scenario with every timeline duration multiplied by `factor` (`--time-scale`):
-    /// phases, sweep steps and warm-ups, think times, fault start/duration/ramp (so TTL windows
+    /// phases, sweep steps and warm-ups, think times (a session's too), fault start/duration/ramp (so TTL windows
     /// too), and a `limits.max_duration` that is written. Latencies, timeouts and `Retry-After` are properties of
     /// the systems involved and stay as they are.
     pub fn scaled(mut self, factor: f64) -> Self {
@@ -478,6 +478,11 @@ impl Scenario {
                 if let LoadLevel::Closed { think, .. } = &mut stage.level {
                     *think = think.scaled(factor);
                 }
+            }
+            // A session's think time is the user's, as a closed user's is; tool latency is
+            // the tools', as a provider's latency is, and stays.
+            if let Some(session) = &mut load.session {
+                session.think = session.think.clone().scaled(factor);
             }
         }
         if let Some(load) = &mut self.load {

@@ -8,7 +8,7 @@
 //! before anything runs. Rows are kept once per file and shared (`Arc`): the Mooncake trace
 //! is 12,031 rows.
 //!
-//! Layer 2 (`scenario`): must not depend on `load`, `mock` or anything above.
+//! Layer 1 (`scenario`): must not depend on `provider`, `load`, `mock` or anything above.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

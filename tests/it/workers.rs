@@ -251,7 +251,10 @@ fn a_late_worker_skips_and_counts_what_it_missed() {
     std::fs::write(&scenario, SCENARIO).unwrap();
     let s = chaos::scenario::Scenario::load(&scenario).unwrap();
     let stages = &s.load.as_ref().unwrap().stages;
-    let whole: usize = chaos::load::Schedule::preview(stages, s.seed, usize::MAX).iter().map(Vec::len).sum();
+    let whole: usize = chaos::load::Schedule::preview(stages, &s.load.as_ref().unwrap().traces, s.seed, usize::MAX)
+        .iter()
+        .map(Vec::len)
+        .sum();
 
     let at = humantime::format_rfc3339_millis(SystemTime::now() + Duration::from_secs(2)).to_string();
     let dirs: Vec<PathBuf> = (0..3).map(|i| dir.path().join(format!("w{i}"))).collect();

@@ -126,7 +126,8 @@ pub(super) fn retries(d: &mut Doc, s: &Summary, charts: &[String]) {
 
 /// Stampedes at correlated TTL expiry.
 pub(super) fn stampedes(d: &mut Doc, s: &Summary) {
-    if let Some(st) = &s.stampede {
+    // No expired key fetched again: the headline says so, and a table of zeros would not help.
+    if let Some(st) = s.stampede.as_ref().filter(|st| st.max_fanin > 0) {
         d.push(Block::Heading(2, "Stampedes at TTL expiry".into()));
         d.push(Block::Table(
             [

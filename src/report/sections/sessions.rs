@@ -14,7 +14,13 @@ fn header(cells: &[&str]) -> Vec<String> {
 }
 
 fn opt(v: Option<f64>) -> String {
-    v.map_or_else(|| "—".into(), |v| format!("{v}"))
+    v.map_or_else(|| "—".into(), num)
+}
+
+/// A figure to at most 2 decimals, without trailing zeros; 3 significant digits below 1.
+fn num(v: f64) -> String {
+    let t = if v != 0.0 && v.abs() < 1.0 { format!("{v:.3}") } else { format!("{v:.2}") };
+    if t.contains('.') { t.trim_end_matches('0').trim_end_matches('.').to_string() } else { t }
 }
 
 fn pct(v: f64) -> String {
@@ -90,18 +96,27 @@ pub(in crate::report) fn sessions(d: &mut Doc, s: &Summary) {
                 "attempts per task: harness / upstream".into(),
                 format!("{} / {}", opt(l.harness_per_task), opt(l.upstream_per_task)),
             ],
-            vec!["upstream tokens per task (every attempt)".into(), opt(a.tokens_per_task)],
+            vec![
+                "upstream tokens per task (every attempt)".into(),
+                a.tokens_per_task.map_or_else(|| "—".into(), |t| format!("{t:.0}")),
+            ],
         ],
     ));
     if let Some(c) = &a.concurrency {
+        let over = if c.steady {
+            format!("over {} s of steady state, whole mean durations after the first", num(c.window_s))
+        } else {
+            "over the whole run, which was too short for a steady state (under two session durations): indicative only"
+                .into()
+        };
         d.push(Block::Para(format!(
-            "Concurrency: {} sessions in flight on average, measured; Little's law gives {} ({} sessions/s × {} s mean duration of a finished session). They sent {} req/s, so each session in flight costs about {} req/s.",
-            c.measured,
-            c.little,
-            c.arrival_rate,
-            c.mean_duration_s,
-            c.request_rate,
-            if c.measured > 0.0 { format!("{:.2}", c.request_rate / c.measured) } else { "—".into() }
+            "Concurrency: {} sessions in flight on average, measured; Little's law gives {} ({} sessions/s × {} s mean duration of a finished session), {over}. They sent {} req/s, so each session in flight costs about {} req/s.",
+            num(c.measured),
+            num(c.little),
+            num(c.arrival_rate),
+            num(c.mean_duration_s),
+            num(c.request_rate),
+            c.request_rate_per_session.map_or_else(|| "—".into(), num),
         )));
     }
     let rows: Vec<Vec<String>> = a
@@ -113,7 +128,7 @@ pub(in crate::report) fn sessions(d: &mut Doc, s: &Summary) {
                 r.requests.to_string(),
                 pct(r.usable_rate),
                 r.latency_p95_ms.map_or_else(|| "—".into(), ms),
-                r.harness_attempts.to_string(),
+                num(r.harness_attempts),
                 opt(r.upstream_attempts),
             ]
         })
@@ -136,8 +151,10 @@ fn summary_line(a: &SessionAnalysis) -> String {
         && u > 1.05
     {
         out.push_str(&format!(
-            " Each step cost {u} upstream attempts: {h} from the harness × {} from the system under test.",
-            a.attempts.sut_per_harness.map_or_else(|| "—".into(), |x| format!("{x}"))
+            " Each step cost {} upstream attempts: {} from the harness × {} from the system under test.",
+            num(u),
+            num(h),
+            opt(a.attempts.sut_per_harness)
         ));
     }
     out
@@ -167,11 +184,13 @@ pub(in crate::report) fn prompt_cache(d: &mut Doc, s: &Summary, charts: &[String
         .iter()
         .map(|e| {
             vec![
-                format!("{} s", e.at_s),
+                format!("{} s", num(e.at_s)),
                 e.hit_rate_before.map_or_else(|| "—".into(), pct),
                 e.hit_rate_after.map_or_else(|| "—".into(), pct),
+                e.cached_share_before.map_or_else(|| "—".into(), pct),
+                e.cached_share_after.map_or_else(|| "—".into(), pct),
                 e.misses_after.to_string(),
-                e.fan_in.map_or_else(|| "no miss before".into(), |f| format!("{f}×")),
+                e.fan_in.map_or_else(|| "no miss before".into(), |f| format!("{}×", num(f))),
                 e.prefill_tokens_after.to_string(),
                 e.recovered_after_s.map_or_else(|| "not within 60 s".into(), |r| format!("{r} s")),
             ]
@@ -181,6 +200,8 @@ pub(in crate::report) fn prompt_cache(d: &mut Doc, s: &Summary, charts: &[String
         header(&[
             "expiry",
             "hit rate, 10 s before",
+            "second after",
+            "tokens cached, 10 s before",
             "second after",
             "full prefills",
             "fan-in",
