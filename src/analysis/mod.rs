@@ -88,7 +88,8 @@ fn summarise(data: &RunData) -> Summary {
     s.stampede = own_attempts.then(|| stampede::analyse(&data.expiries(), &data.samples, &data.attempts, t0)).flatten();
     s.usage = own_attempts.then(|| usage::analyse(&data.samples, &data.attempts, s.generator.reads_usage)).flatten();
     s.prompt_cache = own_attempts.then(|| prefix_cache::analyse(&data.attempts, &data.expiries(), t0)).flatten();
-    s.sessions = sessions::analyse(&data.samples, if own_attempts { &data.attempts } else { &[] });
+    let fallback_is_good = s.objective.is_some_and(|o| o.fallback_is_good);
+    s.sessions = sessions::analyse(&data.samples, if own_attempts { &data.attempts } else { &[] }, fallback_is_good);
     s.recovery = run_recovery(&s, &data.samples);
     s.verify = capacity::verification(&s, &data.samples);
     s.probe = capacity::probe(&s, &data.samples);

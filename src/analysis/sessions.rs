@@ -28,15 +28,22 @@ use crate::record::{Attempt, Outcome, Sample, TaskEnd};
 pub struct SessionAnalysis {
     /// Sessions started.
     pub started: u64,
-    /// Finished with every step usable.
+    /// Finished with every step usable (a fallback only when the objective counts it good).
     pub done: u64,
+    /// Finished, but a step got a fallback and the objective does not count fallbacks as good
+    /// (`[slo] fallback_is_good`): not a success.
+    #[serde(default)]
+    pub degraded: u64,
     /// Ended by a step with no usable answer.
     pub failed: u64,
     /// Agents that reached their step limit still calling tools.
     pub truncated: u64,
+    /// Finished: done, degraded, failed or truncated.
+    #[serde(default)]
+    pub finished: u64,
     /// Cut by the end of the run before they finished (in no rate).
     pub unfinished: u64,
-    /// done / (done + failed + truncated).
+    /// done / (done + degraded + failed + truncated).
     pub success_rate: Option<f64>,
     /// Task latency of successful tasks, ms: first intended send to last byte.
     pub latency_ms: Option<Percentiles>,
@@ -120,7 +127,7 @@ struct Task<'a> {
 
 /// Tasks from the samples that carry session fields; `None` when none do. `attempts` joins
 /// upstream attempts to steps by request id.
-pub fn analyse(samples: &[Sample], attempts: &[Attempt]) -> Option<SessionAnalysis> {
+pub fn analyse(samples: &[Sample], attempts: &[Attempt], fallback_is_good: bool) -> Option<SessionAnalysis> {
     let mut tasks: BTreeMap<u64, Task<'_>> = BTreeMap::new();
     for s in samples {
         let Some(step) = s.session else { continue };
@@ -148,7 +155,11 @@ pub fn analyse(samples: &[Sample], attempts: &[Attempt]) -> Option<SessionAnalys
     let (mut finished, mut steps, mut harness, mut ups, mut toks) = (0u64, 0u64, 0u64, 0u64, 0u64);
     for t in tasks.values_mut() {
         t.steps.sort_by_key(|s| s.session.map_or(0, |x| x.step));
+        // Under an objective that does not count fallbacks as good, a task one of whose steps
+        // got a fallback was finished, but not as asked.
+        let degraded = !fallback_is_good && t.steps.iter().any(|s| s.outcome == Outcome::Fallback);
         match t.end {
+            Some(TaskEnd::Done) if degraded => out.degraded += 1,
             Some(TaskEnd::Done) => out.done += 1,
             Some(TaskEnd::Failed) => out.failed += 1,
             Some(TaskEnd::Truncated) => out.truncated += 1,
@@ -164,12 +175,14 @@ pub fn analyse(samples: &[Sample], attempts: &[Attempt]) -> Option<SessionAnalys
         ups += t.steps.iter().map(|s| upstream.get(&s.id).copied().unwrap_or(0)).sum::<u64>();
         toks += t.steps.iter().map(|s| tokens.get(&s.id).copied().unwrap_or(0)).sum::<u64>();
         if t.end == Some(TaskEnd::Done)
+            && !degraded
             && let (Some(first), Some(last)) = (t.steps.first(), t.steps.last())
         {
             let _ = latency.record(last.done_us.saturating_sub(first.intended_us).max(1));
         }
     }
     let per = |n: u64, d: u64| (d > 0).then(|| round3(n as f64 / d as f64));
+    out.finished = finished;
     out.success_rate = per(out.done, finished);
     out.latency_ms = Percentiles::of(&latency);
     out.steps_mean = per(steps, finished);

@@ -42,45 +42,7 @@ pub fn timeline(scenario: &Scenario) -> String {
         wire_name(&load.request_id),
         load.timeout
     );
-    if let Some(session) = &load.session {
-        let kind = match session.kind {
-            SessionKind::Conversation => format!("conversations of {} turns", session.turns),
-            SessionKind::Agent => format!("agent tasks of at most {} steps", session.max_steps),
-        };
-        let _ = writeln!(
-            out,
-            "sessions: {kind}, a {}-token system prompt, {} harness retries per step; a user holds one at a time, an open arrival starts one",
-            session.system_tokens, session.retries
-        );
-    }
-    let _ = writeln!(out, "\nstages (times from the load start):");
-    let previews = Schedule::preview(&load.stages, &load.traces, scenario.seed, 5);
-    let planned = Schedule::preview(&load.stages, &load.traces, scenario.seed, usize::MAX);
-    for (i, s) in load.stages.iter().enumerate() {
-        let level = match (s.level, s.trace.and_then(|t| Some((t, load.traces.get(usize::from(t.trace))?)))) {
-            (_, Some((play, trace))) => {
-                let n = planned[i].len();
-                let file = trace.file.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
-                let from = crate::scenario::Duration::from_micros(play.from_us);
-                let rate = play.rate.map_or(String::new(), |r| format!(", thinned or superposed to {r} req/s"));
-                let mean = n as f64 / s.duration.as_std().as_secs_f64().max(1e-9);
-                format!("trace {file} from {from} at {}×{rate}: {n} requests, {mean:.2} req/s mean", play.speed)
-            }
-            (LoadLevel::Closed { users, .. }, None) if load.session.is_some() => format!("{users} concurrent sessions"),
-            (LoadLevel::Open { rate, arrival }, None) if load.session.is_some() => {
-                format!("{rate} sessions/s, {} arrivals", wire_name(&arrival))
-            }
-            (LoadLevel::Closed { users, think }, None) => format!("{users} users, think {think}"),
-            (LoadLevel::Open { rate, arrival }, None) => format!("{rate} req/s, {} arrivals", wire_name(&arrival)),
-        };
-        let warm = if s.warmup.as_std().is_zero() { String::new() } else { format!(", warm-up {}", s.warmup) };
-        let _ =
-            writeln!(out, "  {:>10} – {:<10} {:<12} {level}{warm}", s.start.to_string(), s.end().to_string(), s.name);
-        if !previews[i].is_empty() {
-            let first: Vec<String> = previews[i].iter().map(|us| format!("{:.3}s", *us as f64 / 1e6)).collect();
-            let _ = writeln!(out, "  {:>23} first arrivals at {}", "", first.join(", "));
-        }
-    }
+    stages(&mut out, scenario.seed, load);
     let _ = writeln!(out, "\nfaults (times from the load start):");
     if scenario.faults.is_empty() {
         let _ = writeln!(out, "  none");
@@ -121,6 +83,50 @@ fn trigger_length(scenario: &Scenario, name: &str) -> Duration {
         .find(|t| t.name == name)
         .and_then(|t| t.fault.envelope().duration)
         .unwrap_or(crate::scenario::DEFAULT_TRIGGER)
+}
+
+/// The session line and the stages, with each open stage's first arrivals (a trace stage: its
+/// requests and mean rate).
+fn stages(out: &mut String, seed: u64, load: &crate::scenario::Load) {
+    if let Some(session) = &load.session {
+        let kind = match session.kind {
+            SessionKind::Conversation => format!("conversations of {} turns", session.turns),
+            SessionKind::Agent => format!("agent tasks of at most {} steps", session.max_steps),
+        };
+        let _ = writeln!(
+            out,
+            "sessions: {kind}, a {}-token system prompt, {} harness retries per step; a user holds one at a time, an open arrival starts one",
+            session.system_tokens, session.retries
+        );
+    }
+    let _ = writeln!(out, "\nstages (times from the load start):");
+    let previews = Schedule::preview(&load.stages, &load.traces, seed, 5);
+    let planned = Schedule::preview(&load.stages, &load.traces, seed, usize::MAX);
+    for (i, s) in load.stages.iter().enumerate() {
+        let level = match (s.level, s.trace.and_then(|t| Some((t, load.traces.get(usize::from(t.trace))?)))) {
+            (_, Some((play, trace))) => {
+                let n = planned[i].len();
+                let file = trace.file.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
+                let from = crate::scenario::Duration::from_micros(play.from_us);
+                let rate = play.rate.map_or(String::new(), |r| format!(", thinned or superposed to {r} req/s"));
+                let mean = n as f64 / s.duration.as_std().as_secs_f64().max(1e-9);
+                format!("trace {file} from {from} at {}×{rate}: {n} requests, {mean:.2} req/s mean", play.speed)
+            }
+            (LoadLevel::Closed { users, .. }, None) if load.session.is_some() => format!("{users} concurrent sessions"),
+            (LoadLevel::Open { rate, arrival }, None) if load.session.is_some() => {
+                format!("{rate} sessions/s, {} arrivals", wire_name(&arrival))
+            }
+            (LoadLevel::Closed { users, think }, None) => format!("{users} users, think {think}"),
+            (LoadLevel::Open { rate, arrival }, None) => format!("{rate} req/s, {} arrivals", wire_name(&arrival)),
+        };
+        let warm = if s.warmup.as_std().is_zero() { String::new() } else { format!(", warm-up {}", s.warmup) };
+        let _ =
+            writeln!(out, "  {:>10} – {:<10} {:<12} {level}{warm}", s.start.to_string(), s.end().to_string(), s.name);
+        if !previews[i].is_empty() {
+            let first: Vec<String> = previews[i].iter().map(|us| format!("{:.3}s", *us as f64 / 1e6)).collect();
+            let _ = writeln!(out, "  {:>23} first arrivals at {}", "", first.join(", "));
+        }
+    }
 }
 
 /// The verification and the probe: laid out once the sweep has run, so shown as a plan with

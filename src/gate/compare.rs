@@ -107,10 +107,15 @@ pub struct Comparison {
 /// The objective's rows come first: they decide better and worse. `latency.p95_ms` is not here:
 /// as a gate metric over the whole run it is the worst phase's, which the per-phase rows show
 /// under their own names.
-const WHOLE_RUN: [&str; 22] = [
+const WHOLE_RUN: [&str; 27] = [
     "slo.attainment",
     "slo.budget_burned",
     "slo.would_page",
+    "session.success_rate",
+    "session.latency_p95_ms",
+    "session.upstream_attempts_per_step",
+    "session.tokens_per_task",
+    "prompt_cache.hit_rate",
     "requests",
     "outcomes.valid_rate",
     "outcomes.error_rate",

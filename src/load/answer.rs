@@ -91,6 +91,11 @@ pub(super) async fn read(
                             }
                             last = Some(now);
                         }
+                        // An answer that calls a tool has its first output in the call: a
+                        // tool-call-only stream still has a time to first token.
+                        if reading.first_token.is_none() && sse.calls.len() > 0 {
+                            reading.first_token = Some(now);
+                        }
                     }
                 } else {
                     body.extend_from_slice(&chunk);

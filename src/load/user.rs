@@ -53,6 +53,9 @@ impl Shared {
                 self.sleep_until_us(until_us.min(now + 1_000_000)).await;
             }
             Ticket::Send { id, stage, intended_us, row } => {
+                // The body is built before the wait, so its cost (a replayed 100k-token prompt
+                // is 400 KB of text) is not lag.
+                let ask = self.load.session.is_none().then(|| self.ask(id, stage, row));
                 // Idle users take arrivals ahead of time; sleep in steps of at most a second,
                 // so a plan cut short meanwhile (a probe cell answered early) sends nothing
                 // past its cut.
@@ -68,12 +71,12 @@ impl Shared {
                         return;
                     }
                 }
-                if self.load.session.is_some() {
-                    self.session(id, stage, intended_us).await;
-                } else {
-                    let ask = self.ask(id, stage, row);
-                    if self.send(id, stage, intended_us, ask).await.is_none() {
-                        return;
+                match ask {
+                    None => self.session(id, stage, intended_us).await,
+                    Some(ask) => {
+                        if self.send(id, stage, intended_us, ask).await.is_none() {
+                            return;
+                        }
                     }
                 }
                 let think = self.schedule.think(stage);

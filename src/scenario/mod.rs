@@ -482,7 +482,7 @@ impl Scenario {
             // A session's think time is the user's, as a closed user's is; tool latency is
             // the tools', as a provider's latency is, and stays.
             if let Some(session) = &mut load.session {
-                session.think = session.think.clone().scaled(factor);
+                session.think = session.think.scaled(factor);
             }
         }
         if let Some(load) = &mut self.load {

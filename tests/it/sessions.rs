@@ -21,7 +21,7 @@ struct Run {
 
 async fn run_in(dir: &Path, text: &str) -> Run {
     let scenario =
-        Scenario::from_source(&Source::new(&dir.join("test.toml"), text)).unwrap_or_else(|e| panic!("{}", e.render()));
+        Scenario::from_source(&Source::new(dir.join("test.toml"), text)).unwrap_or_else(|e| panic!("{}", e.render()));
     let out = dir.join("run");
     let options =
         RunOptions { out: Some(out.clone()), chaos_bin: env!("CARGO_BIN_EXE_chaos").into(), ..RunOptions::default() };
@@ -203,6 +203,7 @@ users = 4
     for s in r.samples.iter().filter(|s| s.session.is_some_and(|k| k.end == Some(TaskEnd::Done))) {
         assert_eq!((s.session.unwrap().step, s.tool_calls), (3, 0), "the 4th step answers in text");
     }
+    assert!(r.samples.iter().all(|s| s.ttft_us.is_some()), "a stream that only calls a tool has a first token too");
     let calls: u32 = r.samples.iter().filter(|s| s.session.unwrap().step < 3).map(|s| s.tool_calls).sum();
     assert_eq!(calls as usize, r.samples.iter().filter(|s| s.session.unwrap().step < 3).count());
 }

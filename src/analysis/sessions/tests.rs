@@ -31,7 +31,7 @@ fn twenty_conversations_of_five_turns_are_twenty_tasks_of_five_steps() {
             attempts.push(attempt(id, 200));
         }
     }
-    let a = analyse(&samples, &attempts).unwrap();
+    let a = analyse(&samples, &attempts, false).unwrap();
     assert_eq!((a.started, a.done, a.failed, a.unfinished), (20, 20, 0, 0));
     assert_eq!((a.success_rate, a.steps_mean, a.steps_max), (Some(1.0), Some(5.0), 5));
     let p = a.latency_ms.unwrap();
@@ -57,7 +57,7 @@ fn layered_retries_split_by_layer() {
         });
         attempts.extend((0..6).map(|_| attempt(s, 429)));
     }
-    let a = analyse(&samples, &attempts).unwrap();
+    let a = analyse(&samples, &attempts, false).unwrap();
     assert_eq!((a.failed, a.success_rate), (10, Some(0.0)));
     let l = a.attempts;
     assert_eq!((l.harness_per_step, l.sut_per_harness, l.upstream_per_step), (Some(2.0), Some(3.0), Some(6.0)));
@@ -76,12 +76,12 @@ fn an_agent_task_of_three_tool_rounds_is_four_steps_and_cut_tasks_count_in_no_ra
     }
     samples.push(step(10, 10, 0, None, 0, 500)); // cut by the end of the run
     samples.push(step(11, 11, 0, Some(TaskEnd::Truncated), 0, 500));
-    let a = analyse(&samples, &[]).unwrap();
+    let a = analyse(&samples, &[], false).unwrap();
     assert_eq!((a.started, a.done, a.truncated, a.unfinished), (3, 1, 1, 1));
     assert_eq!(a.success_rate, Some(0.5));
     assert_eq!(a.steps_mean, Some(2.5), "(4 + 1) / 2 finished tasks");
     assert_eq!(a.attempts.upstream_per_step, None, "no attempt log: no upstream layer");
-    assert!(analyse(&[Sample::answered(1, 0, 1)], &[]).is_none(), "no sessions");
+    assert!(analyse(&[Sample::answered(1, 0, 1)], &[], false).is_none(), "no sessions");
 }
 
 #[test]
@@ -95,7 +95,7 @@ fn sessions_in_flight_match_littles_law() {
         t += (-(1.0 - rng.random::<f64>()).ln() / 2.0 * 1e6) as u64;
         samples.push(step(s, s, 0, Some(TaskEnd::Done), t, t + 3 * SEC));
     }
-    let c = analyse(&samples, &[]).unwrap().concurrency.unwrap();
+    let c = analyse(&samples, &[], false).unwrap().concurrency.unwrap();
     assert!((c.little - 6.0).abs() < 0.6, "{c:?}");
     assert!((c.measured - c.little).abs() / c.little < 0.05, "{c:?}");
 }
@@ -115,8 +115,23 @@ fn closed_sessions_that_all_start_at_once_match_littles_law_after_the_first() {
             t += 20 * SEC;
         }
     }
-    let c = analyse(&samples, &[]).unwrap().concurrency.unwrap();
+    let c = analyse(&samples, &[], false).unwrap().concurrency.unwrap();
     assert!(c.steady, "{c:?}");
     assert!((c.arrival_rate - 2.0).abs() < 0.05, "{c:?}");
     assert!((c.little - 40.0).abs() < 1.0 && (c.measured - 40.0).abs() < 0.5, "{c:?}");
+}
+
+#[test]
+fn a_task_finished_on_a_fallback_succeeds_only_when_the_objective_counts_fallbacks() {
+    // Two conversations of two turns; the second's last turn got a fallback.
+    let samples = vec![
+        step(0, 0, 0, None, 0, 100),
+        step(1, 0, 1, Some(TaskEnd::Done), SEC, SEC + 100),
+        step(2, 1, 0, None, 0, 100),
+        Sample { outcome: Outcome::Fallback, ..step(3, 1, 1, Some(TaskEnd::Done), SEC, SEC + 100) },
+    ];
+    let strict = analyse(&samples, &[], false).unwrap();
+    assert_eq!((strict.done, strict.degraded, strict.finished, strict.success_rate), (1, 1, 2, Some(0.5)));
+    let lenient = analyse(&samples, &[], true).unwrap();
+    assert_eq!((lenient.done, lenient.degraded, lenient.success_rate), (2, 0, Some(1.0)));
 }

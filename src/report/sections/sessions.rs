@@ -77,11 +77,11 @@ pub(in crate::report) fn sessions(d: &mut Doc, s: &Summary) {
         vec![
             vec![
                 "tasks started / finished / cut by the run's end".into(),
-                format!("{} / {} / {}", a.started, a.done + a.failed + a.truncated, a.unfinished),
+                format!("{} / {} / {}", a.started, a.finished, a.unfinished),
             ],
             vec![
-                "succeeded / failed / hit the step limit".into(),
-                format!("{} / {} / {}", a.done, a.failed, a.truncated),
+                "succeeded / finished on a fallback / failed / hit the step limit".into(),
+                format!("{} / {} / {} / {}", a.done, a.degraded, a.failed, a.truncated),
             ],
             vec!["success rate (of finished tasks)".into(), a.success_rate.map_or_else(|| "—".into(), pct)],
             vec![
@@ -141,10 +141,15 @@ pub(in crate::report) fn sessions(d: &mut Doc, s: &Summary) {
 
 /// One sentence: how the tasks went, and where the attempts multiplied.
 fn summary_line(a: &SessionAnalysis) -> String {
-    let finished = a.done + a.failed + a.truncated;
     let mut out = format!(
-        "{} of {finished} finished tasks succeeded (every step a usable answer){}.",
+        "{} of {} finished tasks succeeded (every step a usable answer{}){}.",
         a.done,
+        a.finished,
+        if a.degraded > 0 {
+            format!("; {} more finished on a fallback, which the objective does not count as good", a.degraded)
+        } else {
+            String::new()
+        },
         a.latency_ms.as_ref().map_or_else(String::new, |p| format!(", p95 task latency {} ms", ms(p.p95)))
     );
     if let (Some(h), Some(u)) = (a.attempts.harness_per_step, a.attempts.upstream_per_step)
