@@ -670,6 +670,45 @@ mod tests {
         }
     }
 
+    /// A trace stage shards like any open stage: the shards' rows are disjoint and together
+    /// every row of the trace, each at its own offset.
+    #[test]
+    fn a_replayed_trace_shards_row_by_row() {
+        let rows: Vec<trace::TraceRow> = (0..50u64)
+            .map(|i| trace::TraceRow { offset_us: i / 3 * 40_000, input: 10, output: 1, blocks: Box::new([]) })
+            .collect();
+        let t = Trace { file: "t.jsonl".into(), format: trace::TraceFormat::Jsonl, rows: Arc::new(rows) };
+        let play = TracePlay { trace: 0, speed: 1.0, from_us: 0, span_us: u64::MAX, rate: None };
+        let stages = [Stage { trace: Some(play), ..stage("a", 0, 1, open(50.0, Arrival::Constant)) }];
+        let sent = |s: &Schedule| {
+            let (mut out, mut now) = (Vec::new(), 0u64);
+            loop {
+                match s.next(0, now) {
+                    Ticket::Send { intended_us, row, .. } => {
+                        out.push((intended_us, row.expect("a replayed arrival names its row")));
+                        now = intended_us;
+                    }
+                    Ticket::Wait { until_us } if until_us < 1_000_000 => now = until_us,
+                    _ => return out,
+                }
+            }
+        };
+        let whole = sent(&Schedule::new(&stages, 0, 3, u64::MAX).replaying(std::slice::from_ref(&t), 3));
+        assert_eq!(whole.len(), 50);
+        assert!(whole.iter().all(|&(at, row)| at == u64::from(row) / 3 * 40_000));
+        let mut union: Vec<(u64, u32)> = (0..3)
+            .flat_map(|i| {
+                sent(
+                    &Schedule::new(&stages, 0, 3, u64::MAX).replaying(std::slice::from_ref(&t), 3).sharded(shard(i, 3)),
+                )
+            })
+            .collect();
+        union.sort_unstable();
+        let mut whole = whole;
+        whole.sort_unstable();
+        assert_eq!(union, whole);
+    }
+
     /// Closed users are split: 5 users over 3 shards are 2 + 2 + 1.
     #[test]
     fn closed_users_are_split_between_shards() {

@@ -219,6 +219,18 @@ pub fn headlines(s: &Summary) -> Vec<String> {
         }
         out.push(line);
     }
+    for e in s.prompt_cache.iter().flat_map(|p| &p.expiries) {
+        let pct1 = |v: Option<f64>| v.map_or("—".into(), |v| format!("{:.1} %", v * 100.0));
+        out.push(format!(
+            "Prompt cache expiry at {} s: hit rate **{}** over the 10 s before, **{}** in the second after ({} full prefills, {} a second before); {}",
+            e.at_s,
+            pct1(e.hit_rate_before),
+            pct1(e.hit_rate_after),
+            e.misses_after,
+            e.fan_in.map_or("none".into(), |f| format!("{f:.1}× the misses of")),
+            e.recovered_after_s.map_or("not back within 60 s".into(), |r| format!("back to 90 % of before in {r} s"))
+        ));
+    }
     if let Some(st) = s.stampede.as_ref().filter(|st| st.max_fanin == 0) {
         let keys: u64 = st.events.iter().map(|e| e.keys_expired).sum();
         out.push(format!(

@@ -346,3 +346,39 @@ arrival = "poisson"
     assert!((c.measured - 10.0).abs() < 0.5, "{c:?}");
     assert!((c.little - c.measured).abs() <= 0.1 * c.measured, "λW against measured: {c:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sweep_over_speed_finds_the_knee_of_a_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    // A trace of one request every 100 ms (10 req/s at ×1) against 4 slots of a fixed 100 ms
+    // answer (40 req/s): the knee is at ×4, 40 req/s.
+    let text: String = (0..600u64)
+        .map(|i| format!("{{\"timestamp\": {}, \"input_length\": 20, \"output_length\": 1}}\n", i * 100))
+        .collect();
+    std::fs::write(dir.path().join("steady.jsonl"), text).unwrap();
+    let scenario = r#"
+name = "speeds"
+seed = 23
+[[upstream]]
+name = "primary"
+latency = { ttft = { dist = "fixed", value = "100ms" }, output_tokens = { dist = "fixed", value = 1 } }
+capacity = { slots = 4, queue = 1000 }
+[load]
+timeout = "5s"
+[load.sweep]
+speeds = [1, 2, 3, 4, 5, 6]
+step = "2s"
+warmup = "500ms"
+trace = { file = "steady.jsonl" }
+"#;
+    let r = run_in(dir.path(), scenario).await;
+    let steps: Vec<_> = r.summary.stages.iter().filter(|s| s.kind == "step").collect();
+    assert_eq!(steps.len(), 6);
+    for (st, speed) in steps.iter().zip([1.0, 2.0, 3.0, 4.0, 5.0, 6.0]) {
+        assert_eq!(st.trace.as_ref().map(|t| t.speed), Some(speed), "{}", st.name);
+    }
+    let sweep = r.summary.sweep.as_ref().expect("a sweep");
+    let k = sweep.knee.as_ref().unwrap_or_else(|| panic!("no knee: {sweep:?}"));
+    let (lo, hi) = k.range(1.0).unwrap_or_else(|| panic!("the knee is the last step: {k:?}"));
+    assert!(lo <= 40.0 && 40.0 <= hi, "the knee lies in [{lo}, {hi}], not at 40 req/s: {k:?}");
+}
