@@ -344,7 +344,10 @@ arrival = "poisson"
     let c = x.concurrency.expect("concurrency");
     assert!(c.steady, "{c:?}");
     assert!((c.measured - 10.0).abs() < 0.5, "{c:?}");
-    assert!((c.little - c.measured).abs() <= 0.1 * c.measured, "λW against measured: {c:?}");
+    // Closed users that started together start again in waves of up to 10; a window of whole
+    // mean durations can still cut one wave short when the durations drift (a busy machine),
+    // so the count of starts in it is right to within one wave: 10 of ~50 here.
+    assert!((c.little - c.measured).abs() <= 0.25 * c.measured, "λW against measured: {c:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
