@@ -202,3 +202,11 @@ proptest::proptest! {
         proptest::prop_assert!(p.p50 <= p.p90 && p.p90 <= p.p95 && p.p95 <= p.p99);
     }
 }
+
+#[test]
+fn a_level_is_said_in_users_or_sessions_and_rates_are_trimmed() {
+    assert_eq!(Level::Closed { users: 8 }.label(false), "8 users");
+    assert_eq!(Level::Closed { users: 8 }.label(true), "8 sessions");
+    assert_eq!(Level::Open { rate: 4.033_333 }.label(false), "4.03 req/s");
+    assert_eq!(Level::Open { rate: 2.0 }.label(true), "2 sessions/s");
+}
